@@ -1,0 +1,163 @@
+# platform-operator: a Helm-based Kubernetes operator with a Go sidecar.
+#
+# `make help` lists the targets. Everything the targets need is built from
+# source into bin/ on first use and cached there: tools (hack/tools/*), the
+# local control plane (hack/kube, hack/kwok).
+
+# Image of the operator; `make docker-build docker-push IMG=...`.
+VERSION ?= 0.1.0
+IMAGE_TAG_BASE ?= registry.acme.com/platform/platform-operator
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+CONTAINER_TOOL ?= docker
+
+# Versions are pinned in one place each: the go.mod of the module that
+# builds the tool (hack/tools/<tool>, hack/kube, hack/kwok). The Kubernetes
+# version is read from there to stamp the binaries.
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/kube/go.mod)
+KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+LOCALBIN ?= $(CURDIR)/bin
+K8S_BIN ?= $(LOCALBIN)/k8s
+LOCAL_CLUSTER_DIR ?= $(LOCALBIN)/local
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Regenerate the CRDs of the chart-backed kinds from the charts' values.schema.json.
+	go run ./cmd/crdgen --kinds config/crd/kinds.yaml --out config/crd/bases
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint-charts
+lint-charts: helm ## Lint every chart with helm lint --strict.
+	@for c in helm-charts/*/; do $(HELM) lint --strict $$c; done
+
+.PHONY: test
+test: test-unit test-integration test-e2e ## Run every test: unit, integration (API server) and end-to-end (full local cluster).
+
+.PHONY: test-unit
+test-unit: vet ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /internal/helmruntime)
+
+.PHONY: test-integration
+test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./test/integration/...
+
+.PHONY: test-e2e
+test-e2e: cluster-binaries build ## End-to-end tests: the manager binary on a full local cluster it starts and stops.
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager (Helm runtime) binary into bin/.
+	go build -o $(LOCALBIN)/manager ./cmd/manager
+
+.PHONY: run
+run: cluster-binaries build ## Run the operator against the current cluster, or a local one it starts (Ctrl-C stops).
+	LOCALBIN=$(LOCALBIN) K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) hack/run.sh
+
+.PHONY: docker-build
+docker-build: ## Build the operator image (needs a container engine).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image.
+	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Local cluster
+
+.PHONY: cluster-binaries
+cluster-binaries: $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok ## Build the control plane binaries from source (once; cached in bin/k8s).
+
+.PHONY: cluster-up
+cluster-up: cluster-binaries ## Start the local cluster in the background; kubeconfig in bin/local/kubeconfig.
+	go run ./cmd/localcluster up --bin-dir $(K8S_BIN) --state-dir $(LOCAL_CLUSTER_DIR) --kwok-module hack/kwok
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and remove its state.
+	go run ./cmd/localcluster down --state-dir $(LOCAL_CLUSTER_DIR)
+
+# Without these the binaries report v0.0.0-master+$$Format:%H$$, which kubectl
+# and Helm's .Capabilities.KubeVersion cannot parse.
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=1 \
+	-X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR) \
+	-X k8s.io/client-go/pkg/version.gitTreeState=clean
+
+$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl: hack/kube/go.mod
+	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+$(K8S_BIN)/etcd: hack/kube/go.mod
+	cd hack/kube && go build -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+$(K8S_BIN)/kwok: hack/kwok/go.mod
+	cd hack/kwok && go build -ldflags "-s -w" -o $@ sigs.k8s.io/kwok/cmd/kwok
+
+##@ Deployment
+
+.PHONY: install
+install: kustomize ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: kustomize ## Uninstall the CRDs (deletes every custom resource of these kinds).
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: kustomize ## Deploy the operator with image IMG to the cluster of the current kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove the operator from the cluster.
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+##@ Tools
+
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
+HELM ?= $(LOCALBIN)/helm
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+
+.PHONY: operator-sdk helm kustomize controller-gen
+operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
+helm: $(HELM) ## Build helm into bin/.
+kustomize: $(KUSTOMIZE) ## Build kustomize into bin/.
+controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
+
+$(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
+	cd hack/tools/operator-sdk && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
+
+$(HELM): hack/tools/helm/go.mod
+	cd hack/tools/helm && go build -o $@ helm.sh/helm/v3/cmd/helm
+
+$(KUSTOMIZE): hack/tools/kustomize/go.mod
+	cd hack/tools/kustomize && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+$(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
+	cd hack/tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -1,0 +1,105 @@
+package localcluster
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// credentials are the keys and certificates a fresh cluster needs: a CA, the
+// API server's serving certificate signed by it, and the key pair used to
+// sign and verify service account tokens.
+type credentials struct {
+	caCert     string // PEM file: the CA that signed the serving certificate
+	serverCert string // PEM file: kube-apiserver serving certificate
+	serverKey  string // PEM file: its private key
+	saKey      string // PEM file: service account signing key (private)
+	saPub      string // PEM file: service account verification key (public)
+}
+
+// writeCredentials generates new credentials into dir.
+func writeCredentials(dir string) (credentials, error) {
+	c := credentials{
+		caCert:     filepath.Join(dir, "ca.crt"),
+		serverCert: filepath.Join(dir, "apiserver.crt"),
+		serverKey:  filepath.Join(dir, "apiserver.key"),
+		saKey:      filepath.Join(dir, "sa.key"),
+		saPub:      filepath.Join(dir, "sa.pub"),
+	}
+	now := time.Now()
+
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "platform-operator-local-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(1, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return c, fmt.Errorf("signing CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return c, fmt.Errorf("parsing CA certificate: %w", err)
+	}
+
+	srvKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating serving key: %w", err)
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return c, fmt.Errorf("signing serving certificate: %w", err)
+	}
+
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating service account key: %w", err)
+	}
+	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return c, fmt.Errorf("encoding service account public key: %w", err)
+	}
+
+	for _, f := range []struct {
+		path, kind string
+		der        []byte
+	}{
+		{c.caCert, "CERTIFICATE", caDER},
+		{c.serverCert, "CERTIFICATE", srvDER},
+		{c.serverKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(srvKey)},
+		{c.saKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)},
+		{c.saPub, "PUBLIC KEY", saPub},
+	} {
+		data := pem.EncodeToMemory(&pem.Block{Type: f.kind, Bytes: f.der})
+		if err := os.WriteFile(f.path, data, 0o600); err != nil {
+			return c, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	return c, nil
+}
