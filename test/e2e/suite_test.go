@@ -1,0 +1,275 @@
+// Package e2e runs the operator the way a user does: the manager binary as
+// a process, on a full local cluster (etcd, kube-apiserver with RBAC,
+// kube-controller-manager, kube-scheduler, kwok) that the suite starts and
+// stops, driven with kubectl.
+//
+// Run it with `make test-e2e`, which builds bin/manager and the cluster
+// binaries first.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/localcluster"
+)
+
+// env is what every test in the suite shares.
+var env struct {
+	root       string // repository root
+	kubectl    string // path of the kubectl binary matching the cluster
+	kubeconfig string
+	client     client.Client
+	manager    *managerProcess
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		panic(err)
+	}
+	env.root = root
+	binDir := os.Getenv("KUBEBUILDER_ASSETS")
+	if binDir == "" {
+		binDir = filepath.Join(root, "bin", "k8s")
+	}
+	env.kubectl = filepath.Join(binDir, "kubectl")
+	managerBin := filepath.Join(root, "bin", "manager")
+	for _, f := range []string{env.kubectl, managerBin, filepath.Join(binDir, "kube-apiserver")} {
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s is missing; run `make test-e2e` (it builds the binaries)\n", f)
+			return 1
+		}
+	}
+
+	stateDir, err := os.MkdirTemp("", "platform-operator-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	stages, err := localcluster.KwokStages(filepath.Join(root, "hack", "kwok"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	ctx := context.Background()
+	start := time.Now()
+	cluster, err := localcluster.Up(ctx, localcluster.Config{
+		BinDir: binDir, StateDir: stateDir, KwokStages: stages, Log: os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping the local cluster:", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "e2e: local cluster up in %s\n", time.Since(start).Round(time.Millisecond))
+	env.kubeconfig = cluster.Kubeconfig
+
+	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		panic(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	env.client, err = client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+
+	if out, err := kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "crd")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: installing CRDs:", err, out)
+		return 1
+	}
+	if out, err := kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", filepath.Join(root, "config", "crd", "bases")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: waiting for CRDs:", err, out)
+		return 1
+	}
+
+	env.manager = &managerProcess{bin: managerBin, logPath: filepath.Join(os.TempDir(), "platform-operator-e2e-manager.log")}
+	if err := env.manager.start(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the manager:", err)
+		return 1
+	}
+	defer env.manager.stop()
+
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "e2e: manager log: %s\n", env.manager.logPath)
+	}
+	return code
+}
+
+// managerProcess is the operator's manager binary, run as a process with
+// the suite's kubeconfig.
+type managerProcess struct {
+	bin, logPath string
+	metricsAddr  string
+	cmd          *exec.Cmd
+	logFile      *os.File
+}
+
+func (p *managerProcess) start() error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	p.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p.logFile, err = os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	p.cmd = exec.Command(p.bin,
+		"--watches-file", "watches.yaml",
+		"--metrics-bind-address", p.metricsAddr,
+		"--metrics-secure=false",
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--zap-devel",
+	)
+	p.cmd.Dir = env.root
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	p.cmd.Stdout = p.logFile
+	p.cmd.Stderr = p.logFile
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	// Ready once it serves metrics.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + p.metricsAddr + "/metrics"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("manager did not serve metrics within 60s (log: %s)", p.logPath)
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *managerProcess) stop() error {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err = fmt.Errorf("manager did not stop within 60s of SIGTERM")
+		<-done
+	}
+	p.cmd = nil
+	p.logFile.Close()
+	return err
+}
+
+// metric returns the sum of the samples of a Prometheus counter whose
+// labels include every labels entry ("name=value").
+func (p *managerProcess) metric(name string, labels ...string) (float64, error) {
+	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return 0, err
+	}
+	var sum float64
+lines:
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		for _, l := range labels {
+			kv := strings.SplitN(l, "=", 2)
+			if !strings.Contains(line, fmt.Sprintf("%s=%q", kv[0], kv[1])) {
+				continue lines
+			}
+		}
+		var v float64
+		fields := strings.Fields(line)
+		if _, err := fmt.Sscan(fields[len(fields)-1], &v); err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// kubectl runs kubectl against the suite's cluster and returns its
+// combined output.
+func kubectl(args ...string) (string, error) {
+	return kubectlIn("", args...)
+}
+
+// kubectlIn runs kubectl with stdin.
+func kubectlIn(stdin string, args ...string) (string, error) {
+	cmd := exec.Command(env.kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	cmd.Dir = env.root
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// createNamespace makes a namespace for one test. Namespaces are not
+// deleted: the cluster goes away with the suite.
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	ns.Name = name
+	if err := env.client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// deploymentAvailable reports whether every desired replica of d is ready.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want && d.Status.Replicas == want
+}
