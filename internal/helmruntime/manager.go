@@ -1,0 +1,88 @@
+package helmruntime
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// NewScheme returns the scheme of the manager: the client-go built-in types
+// plus apiextensions/v1. Custom resource kinds stay unstructured; the
+// reconcilers register them when they are set up.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}
+
+// ManagerOptions translates the runtime options into controller-runtime
+// manager options: leader election, metrics server, health probes and the
+// namespaces of the cache. opts should be completed (see Options.Complete).
+func ManagerOptions(opts Options) ctrl.Options {
+	var tlsOpts []func(*tls.Config)
+	if !opts.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.MetricsBindAddress,
+		SecureServing: opts.MetricsSecure,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.MetricsSecure {
+		// Only clients whose token may "get" the /metrics non-resource URL
+		// can scrape; the serving certificate is self-signed unless CertDir
+		// is set.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	return ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
+		Cache:                         cache.Options{DefaultNamespaces: CacheNamespaces(opts.WatchNamespaces)},
+	}
+}
+
+// CacheNamespaces turns the watched namespaces into the cache's
+// DefaultNamespaces; nil (all namespaces) for an empty list.
+func CacheNamespaces(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
+}
+
+// NewManager creates the controller-runtime manager with health and
+// readiness checks, but without any reconciler (see SetupReconcilers).
+func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ManagerOptions(opts))
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,108 @@
+package helmruntime
+
+import (
+	"context"
+	"fmt"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IsClusterScoped reports whether gvk is a cluster-scoped kind according to
+// mapper. It fails when the kind is unknown to the API server, typically
+// because its CRD is not installed.
+func IsClusterScoped(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, fmt.Errorf("look up scope of %s (is its CRD installed?): %w", gvk, err)
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameRoot, nil
+}
+
+// ReleaseNamespaceMapper returns the function that picks the namespace of the
+// Helm release of a custom resource: the resource's own namespace for
+// namespaced kinds, releaseNamespace for cluster-scoped kinds (which have no
+// namespace of their own).
+func ReleaseNamespaceMapper(clusterScoped bool, releaseNamespace string) helmclient.ObjectToStringMapper {
+	if clusterScoped {
+		return func(client.Object) (string, error) { return releaseNamespace, nil }
+	}
+	return func(obj client.Object) (string, error) {
+		ns := obj.GetNamespace()
+		if ns == "" {
+			return "", fmt.Errorf("%s %q of a namespaced kind has no namespace",
+				obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+		}
+		return ns, nil
+	}
+}
+
+// newActionClientGetter builds the Helm action client getter of one kind.
+// Both the release storage (Helm's release Secrets) and the Kubernetes client
+// Helm installs with use the namespace chosen by nsFor, and the returned
+// action clients force that namespace on Install and Upgrade as well.
+func newActionClientGetter(cfg *rest.Config, mapper meta.RESTMapper, nsFor helmclient.ObjectToStringMapper) (helmclient.ActionClientGetter, error) {
+	configGetter, err := helmclient.NewActionConfigGetter(cfg, mapper,
+		helmclient.ClientNamespaceMapper(nsFor),
+		helmclient.StorageDriverMapper(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
+			StorageNamespaceMapper: nsFor,
+		})),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action config getter: %w", err)
+	}
+	clientGetter, err := helmclient.NewActionClientGetter(configGetter)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action client getter: %w", err)
+	}
+	return &namespacedActionClientGetter{inner: clientGetter, nsFor: nsFor}, nil
+}
+
+// namespacedActionClientGetter wraps an ActionClientGetter so that the
+// action clients it returns install and upgrade releases in the namespace
+// chosen by nsFor. The library's reconciler passes obj.GetNamespace() to
+// Install and Upgrade, which is "" for cluster-scoped custom resources;
+// Helm would then render .Release.Namespace as "" and record the release
+// with an empty namespace.
+type namespacedActionClientGetter struct {
+	inner helmclient.ActionClientGetter
+	nsFor helmclient.ObjectToStringMapper
+}
+
+var _ helmclient.ActionClientGetter = (*namespacedActionClientGetter)(nil)
+
+// ActionClientFor returns the action client of obj, bound to its release
+// namespace.
+func (g *namespacedActionClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	ns, err := g.nsFor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("map release namespace: %w", err)
+	}
+	ac, err := g.inner.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return &namespacedActionClient{ActionInterface: ac, namespace: ns}, nil
+}
+
+// namespacedActionClient is an ActionInterface whose Install and Upgrade
+// always target one namespace, whatever namespace the caller passes.
+type namespacedActionClient struct {
+	helmclient.ActionInterface
+	namespace string
+}
+
+// Install installs the release in the bound namespace.
+func (c *namespacedActionClient) Install(name, _ string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
+	return c.ActionInterface.Install(name, c.namespace, chrt, vals, opts...)
+}
+
+// Upgrade upgrades the release in the bound namespace.
+func (c *namespacedActionClient) Upgrade(name, _ string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	return c.ActionInterface.Upgrade(name, c.namespace, chrt, vals, opts...)
+}

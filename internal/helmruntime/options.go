@@ -1,0 +1,233 @@
+package helmruntime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+)
+
+const (
+	// DefaultWatchesFile is the default path of the watches file, relative to
+	// the working directory.
+	DefaultWatchesFile = "./watches.yaml"
+	// DefaultLeaderElectionID is the default name of the leader election lease.
+	DefaultLeaderElectionID = "platform-operator-helm.acme.com"
+	// DefaultMetricsBindAddress is the default address of the metrics endpoint.
+	DefaultMetricsBindAddress = ":8443"
+	// DefaultHealthProbeBindAddress is the default address of the /healthz and
+	// /readyz endpoints.
+	DefaultHealthProbeBindAddress = ":8081"
+	// DefaultReconcilePeriod is the default resync period of a release whose
+	// watch sets no reconcilePeriod.
+	DefaultReconcilePeriod = time.Minute
+	// DefaultMaxReleaseHistory is the default number of Helm release revisions
+	// kept per release.
+	DefaultMaxReleaseHistory = 10
+	// FallbackReleaseNamespace is the release namespace used when neither the
+	// flag, POD_NAMESPACE nor the service-account namespace file provide one.
+	FallbackReleaseNamespace = "default"
+
+	// WatchNamespaceEnvVar names the environment variable that restricts the
+	// namespaces the operator watches: empty means all namespaces, otherwise a
+	// comma-separated list.
+	WatchNamespaceEnvVar = "WATCH_NAMESPACE"
+	// PodNamespaceEnvVar names the environment variable (usually set through
+	// the downward API) holding the namespace the operator runs in.
+	PodNamespaceEnvVar = "POD_NAMESPACE"
+	// ServiceAccountNamespaceFile is the file a pod reads its own namespace from.
+	ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+)
+
+// Options configures the runtime. Build it with [DefaultOptions], optionally
+// bind it to command-line flags with [Options.BindFlags], then call
+// [Options.Complete] to fill the values that come from the environment.
+type Options struct {
+	// WatchesFile is the path of the watches file mapping kinds to charts.
+	WatchesFile string
+
+	// LeaderElect enables leader election, so that only one replica reconciles.
+	LeaderElect bool
+	// LeaderElectionID is the name of the leader election Lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace is the namespace of the leader election Lease;
+	// empty means the namespace the operator runs in.
+	LeaderElectionNamespace string
+
+	// MetricsBindAddress is the address of the metrics endpoint; "0" disables it.
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS, guarded by Kubernetes
+	// authentication and authorization (TokenReview/SubjectAccessReview).
+	// When false, metrics are served over plain HTTP without any check.
+	MetricsSecure bool
+	// EnableHTTP2 allows HTTP/2 on the metrics server. It is off by default to
+	// avoid the HTTP/2 stream cancellation and rapid reset vulnerabilities.
+	EnableHTTP2 bool
+	// HealthProbeBindAddress is the address of /healthz and /readyz; "0"
+	// disables it.
+	HealthProbeBindAddress string
+
+	// ReconcilePeriod is the resync period used for watches that set no
+	// reconcilePeriod of their own.
+	ReconcilePeriod time.Duration
+	// MaxConcurrentReconciles is the number of parallel reconciles per kind
+	// used for watches that set no maxConcurrentReconciles of their own.
+	MaxConcurrentReconciles int
+	// MaxReleaseHistory is the number of Helm release revisions kept per
+	// release; 0 keeps all of them.
+	MaxReleaseHistory int
+
+	// ReleaseNamespace is where the Helm releases of cluster-scoped kinds are
+	// stored (and the namespace Helm installs them "into"). Releases of
+	// namespaced kinds always live in the custom resource's namespace.
+	// Empty means: resolve it in Complete (see ResolveReleaseNamespace).
+	ReleaseNamespace string
+
+	// WatchNamespaces restricts the namespaces whose objects are cached and
+	// reconciled; empty means all namespaces. Complete fills it from
+	// WATCH_NAMESPACE when it is nil.
+	WatchNamespaces []string
+
+	// Log is the logger of the runtime and its reconcilers. The zero value
+	// means controller-runtime's global logger (ctrl.Log).
+	Log logr.Logger
+}
+
+// DefaultOptions returns the options used when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		WatchesFile:             DefaultWatchesFile,
+		LeaderElectionID:        DefaultLeaderElectionID,
+		MetricsBindAddress:      DefaultMetricsBindAddress,
+		MetricsSecure:           true,
+		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
+		ReconcilePeriod:         DefaultReconcilePeriod,
+		MaxConcurrentReconciles: runtime.NumCPU(),
+		MaxReleaseHistory:       DefaultMaxReleaseHistory,
+	}
+}
+
+// BindFlags registers the runtime's command-line flags on fs. The current
+// field values of o are the flag defaults, so call it on [DefaultOptions].
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.WatchesFile, "watches-file", o.WatchesFile,
+		"Path to the watches file that maps custom resource kinds to Helm charts.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Enable leader election, so that only one replica of the operator is active.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID,
+		"Name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader election Lease (default: the namespace the operator runs in).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve metrics over HTTPS with Kubernetes authentication and authorization; false serves plain HTTP.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
+		"Allow HTTP/2 on the metrics server.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		"Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", o.ReconcilePeriod,
+		"Resync period of releases whose watch sets no reconcilePeriod.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
+		"Parallel reconciles per kind for watches that set no maxConcurrentReconciles; defaults to the number of CPUs.")
+	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
+		"Helm release revisions kept per release; 0 keeps all.")
+	fs.StringVar(&o.ReleaseNamespace, "release-namespace", o.ReleaseNamespace,
+		"Namespace that stores the Helm releases of cluster-scoped kinds "+
+			"(default: $"+PodNamespaceEnvVar+", else the in-cluster service-account namespace, else \""+FallbackReleaseNamespace+"\").")
+}
+
+// Env abstracts the process environment so that option completion can be
+// tested. [OSEnv] returns the real one.
+type Env struct {
+	// Getenv returns the value of an environment variable, "" when unset.
+	Getenv func(key string) string
+	// ReadFile returns the contents of a file.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// OSEnv returns the environment of the running process.
+func OSEnv() Env {
+	return Env{Getenv: os.Getenv, ReadFile: os.ReadFile}
+}
+
+// Complete fills the options that come from the environment: the release
+// namespace (when empty) and the watched namespaces (when nil, from
+// WATCH_NAMESPACE). It then validates the result.
+func (o *Options) Complete(env Env) error {
+	if o.ReleaseNamespace == "" {
+		o.ReleaseNamespace = ResolveReleaseNamespace(env)
+	}
+	if o.WatchNamespaces == nil && env.Getenv != nil {
+		o.WatchNamespaces = ParseWatchNamespaces(env.Getenv(WatchNamespaceEnvVar))
+	}
+	return o.Validate()
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.WatchesFile == "" {
+		errs = append(errs, errors.New("watches file must not be empty"))
+	}
+	if o.LeaderElect && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("leader election ID must not be empty when leader election is enabled"))
+	}
+	if o.ReconcilePeriod < 0 {
+		errs = append(errs, fmt.Errorf("reconcile period must not be negative, got %s", o.ReconcilePeriod))
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("max concurrent reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
+	}
+	if o.MaxReleaseHistory < 0 {
+		errs = append(errs, fmt.Errorf("max release history must not be negative, got %d", o.MaxReleaseHistory))
+	}
+	if o.ReleaseNamespace == "" {
+		errs = append(errs, errors.New("release namespace must not be empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid options: %w", err)
+	}
+	return nil
+}
+
+// ResolveReleaseNamespace returns the namespace that stores the releases of
+// cluster-scoped kinds when --release-namespace is not given: $POD_NAMESPACE,
+// else the in-cluster service-account namespace file, else "default".
+func ResolveReleaseNamespace(env Env) string {
+	if env.Getenv != nil {
+		if ns := strings.TrimSpace(env.Getenv(PodNamespaceEnvVar)); ns != "" {
+			return ns
+		}
+	}
+	if env.ReadFile != nil {
+		if b, err := env.ReadFile(ServiceAccountNamespaceFile); err == nil {
+			if ns := strings.TrimSpace(string(b)); ns != "" {
+				return ns
+			}
+		}
+	}
+	return FallbackReleaseNamespace
+}
+
+// ParseWatchNamespaces parses the value of WATCH_NAMESPACE: a comma-separated
+// list of namespaces. Blank items and duplicates are dropped; an empty result
+// (nil) means all namespaces.
+func ParseWatchNamespaces(value string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, item := range strings.Split(value, ",") {
+		ns := strings.TrimSpace(item)
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		out = append(out, ns)
+	}
+	return out
+}

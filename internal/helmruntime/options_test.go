@@ -1,0 +1,256 @@
+package helmruntime
+
+import (
+	"crypto/tls"
+	"errors"
+	"io/fs"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// fakeEnv builds an Env from a map of variables and a map of files.
+func fakeEnv(vars map[string]string, files map[string]string) Env {
+	return Env{
+		Getenv: func(k string) string { return vars[k] },
+		ReadFile: func(p string) ([]byte, error) {
+			if c, ok := files[p]; ok {
+				return []byte(c), nil
+			}
+			return nil, fs.ErrNotExist
+		},
+	}
+}
+
+func TestDefaultOptions(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+
+	g.Expect(o.WatchesFile).To(Equal("./watches.yaml"))                       // read from the working directory
+	g.Expect(o.LeaderElect).To(BeFalse())                                     // single replica unless asked
+	g.Expect(o.LeaderElectionID).To(Equal("platform-operator-helm.acme.com")) // Lease name
+	g.Expect(o.LeaderElectionNamespace).To(BeEmpty())                         // in-cluster namespace
+	g.Expect(o.MetricsBindAddress).To(Equal(":8443"))                         // HTTPS metrics port
+	g.Expect(o.MetricsSecure).To(BeTrue())                                    // authn/authz-guarded HTTPS
+	g.Expect(o.EnableHTTP2).To(BeFalse())                                     // HTTP/1.1 only
+	g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))                     // /healthz, /readyz
+	g.Expect(o.ReconcilePeriod).To(Equal(time.Minute))                        // fallback resync period
+	g.Expect(o.MaxConcurrentReconciles).To(Equal(runtime.NumCPU()))           // fallback parallelism
+	g.Expect(o.MaxReleaseHistory).To(Equal(10))                               // revisions kept
+	g.Expect(o.ReleaseNamespace).To(BeEmpty())                                // resolved by Complete
+	g.Expect(o.WatchNamespaces).To(BeNil())                                   // resolved by Complete
+}
+
+func TestBindFlags(t *testing.T) {
+	t.Run("no flags keeps the defaults", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		g.Expect(fs.Parse(nil)).To(Succeed())
+		g.Expect(o).To(Equal(DefaultOptions()))
+	})
+
+	t.Run("every flag sets its field", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		g.Expect(fs.Parse([]string{
+			"--watches-file=/etc/operator/watches.yaml",
+			"--leader-elect",
+			"--leader-election-id=other-id",
+			"--leader-election-namespace=ops",
+			"--metrics-bind-address=0",
+			"--metrics-secure=false",
+			"--enable-http2",
+			"--health-probe-bind-address=:9090",
+			"--reconcile-period=30s",
+			"--max-concurrent-reconciles=7",
+			"--max-release-history=0",
+			"--release-namespace=releases",
+		})).To(Succeed())
+
+		g.Expect(o).To(Equal(Options{
+			WatchesFile:             "/etc/operator/watches.yaml",
+			LeaderElect:             true,
+			LeaderElectionID:        "other-id",
+			LeaderElectionNamespace: "ops",
+			MetricsBindAddress:      "0",
+			MetricsSecure:           false,
+			EnableHTTP2:             true,
+			HealthProbeBindAddress:  ":9090",
+			ReconcilePeriod:         30 * time.Second,
+			MaxConcurrentReconciles: 7,
+			MaxReleaseHistory:       0,
+			ReleaseNamespace:        "releases",
+		}))
+	})
+}
+
+func TestResolveReleaseNamespace(t *testing.T) {
+	tests := []struct {
+		name  string
+		vars  map[string]string
+		files map[string]string
+		want  string
+	}{{
+		name: "POD_NAMESPACE wins over the service-account file",
+		vars: map[string]string{PodNamespaceEnvVar: "from-env"},
+		files: map[string]string{
+			ServiceAccountNamespaceFile: "from-file",
+		},
+		want: "from-env",
+	}, {
+		name:  "service-account file when POD_NAMESPACE is unset",
+		files: map[string]string{ServiceAccountNamespaceFile: "from-file\n"},
+		want:  "from-file",
+	}, {
+		name:  "blank POD_NAMESPACE is ignored",
+		vars:  map[string]string{PodNamespaceEnvVar: "  "},
+		files: map[string]string{ServiceAccountNamespaceFile: "from-file"},
+		want:  "from-file",
+	}, {
+		name:  "blank service-account file is ignored",
+		files: map[string]string{ServiceAccountNamespaceFile: "\n"},
+		want:  "default",
+	}, {
+		name: "default outside a cluster",
+		want: "default",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(ResolveReleaseNamespace(fakeEnv(tc.vars, tc.files))).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestParseWatchNamespaces(t *testing.T) {
+	tests := []struct {
+		value string
+		want  []string
+	}{
+		{value: "", want: nil},                      // unset: all namespaces
+		{value: " , ,", want: nil},                  // only separators: all namespaces
+		{value: "team-a", want: []string{"team-a"}}, // single namespace
+		{value: "team-a,team-b", want: []string{"team-a", "team-b"}},
+		{value: " team-a , team-b ,", want: []string{"team-a", "team-b"}}, // blanks trimmed
+		{value: "team-a,team-a", want: []string{"team-a"}},                // duplicates dropped
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(ParseWatchNamespaces(tc.value)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestComplete(t *testing.T) {
+	t.Run("fills release and watch namespaces from the environment", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		g.Expect(o.Complete(fakeEnv(map[string]string{
+			PodNamespaceEnvVar:   "operator-ns",
+			WatchNamespaceEnvVar: "a,b",
+		}, nil))).To(Succeed())
+		g.Expect(o.ReleaseNamespace).To(Equal("operator-ns"))
+		g.Expect(o.WatchNamespaces).To(Equal([]string{"a", "b"}))
+	})
+
+	t.Run("keeps explicit values", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		o.ReleaseNamespace = "from-flag"
+		o.WatchNamespaces = []string{}
+		g.Expect(o.Complete(fakeEnv(map[string]string{
+			PodNamespaceEnvVar:   "operator-ns",
+			WatchNamespaceEnvVar: "a,b",
+		}, nil))).To(Succeed())
+		g.Expect(o.ReleaseNamespace).To(Equal("from-flag"))
+		g.Expect(o.WatchNamespaces).To(BeEmpty())
+	})
+
+	t.Run("rejects invalid options", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		o.WatchesFile = ""
+		o.ReconcilePeriod = -time.Second
+		o.MaxConcurrentReconciles = 0
+		o.MaxReleaseHistory = -1
+		o.LeaderElect = true
+		o.LeaderElectionID = ""
+		err := o.Complete(fakeEnv(nil, nil))
+		g.Expect(err).To(HaveOccurred())
+		for _, want := range []string{"watches file", "leader election ID", "reconcile period", "max concurrent reconciles", "max release history"} {
+			g.Expect(err.Error()).To(ContainSubstring(want))
+		}
+	})
+}
+
+func TestCacheNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CacheNamespaces(nil)).To(BeNil())        // all namespaces
+	g.Expect(CacheNamespaces([]string{})).To(BeNil()) // all namespaces
+	g.Expect(CacheNamespaces([]string{"a", "b"})).To(Equal(map[string]cache.Config{"a": {}, "b": {}}))
+}
+
+func TestManagerOptions(t *testing.T) {
+	t.Run("defaults: secure metrics, HTTP/1.1 only", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		o.ReleaseNamespace = "x"
+		m := ManagerOptions(o)
+
+		g.Expect(m.Metrics.BindAddress).To(Equal(":8443"))
+		g.Expect(m.Metrics.SecureServing).To(BeTrue())
+		g.Expect(m.Metrics.FilterProvider).NotTo(BeNil()) // authn/authz filter
+		g.Expect(m.Metrics.TLSOpts).To(HaveLen(1))
+		c := &tls.Config{NextProtos: []string{"h2", "http/1.1"}}
+		m.Metrics.TLSOpts[0](c)
+		g.Expect(c.NextProtos).To(Equal([]string{"http/1.1"}))
+
+		g.Expect(m.HealthProbeBindAddress).To(Equal(":8081"))
+		g.Expect(m.LeaderElection).To(BeFalse())
+		g.Expect(m.LeaderElectionID).To(Equal(DefaultLeaderElectionID))
+		g.Expect(m.LeaderElectionNamespace).To(BeEmpty())
+		g.Expect(m.Cache.DefaultNamespaces).To(BeNil())
+		g.Expect(m.Scheme).NotTo(BeNil())
+	})
+
+	t.Run("plain HTTP metrics, HTTP/2, leader election, watched namespaces", func(t *testing.T) {
+		g := NewWithT(t)
+		o := DefaultOptions()
+		o.MetricsSecure = false
+		o.EnableHTTP2 = true
+		o.LeaderElect = true
+		o.LeaderElectionNamespace = "ops"
+		o.WatchNamespaces = []string{"team-a"}
+		m := ManagerOptions(o)
+
+		g.Expect(m.Metrics.SecureServing).To(BeFalse())
+		g.Expect(m.Metrics.FilterProvider).To(BeNil())
+		g.Expect(m.Metrics.TLSOpts).To(BeEmpty())
+		g.Expect(m.LeaderElection).To(BeTrue())
+		g.Expect(m.LeaderElectionNamespace).To(Equal("ops"))
+		g.Expect(m.Cache.DefaultNamespaces).To(HaveKey("team-a"))
+	})
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	g := NewWithT(t)
+
+	o := DefaultOptions()
+	err := Run(t.Context(), nil, o) // no release namespace: not completed
+	g.Expect(err).To(MatchError(ContainSubstring("release namespace")))
+
+	o.ReleaseNamespace = "x"
+	o.WatchesFile = "testdata/does-not-exist.yaml"
+	err = Run(t.Context(), nil, o)
+	g.Expect(err).To(MatchError(ContainSubstring("load watches file")))
+	g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue())
+}
