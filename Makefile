@@ -60,7 +60,7 @@ test-unit: vet ## Unit tests: chart rendering, CRD generation and sync, pure log
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./test/integration/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the manager binary on a full local cluster it starts and stops.
