@@ -63,14 +63,15 @@ test-integration: cluster-binaries ## Integration tests against a real etcd + ku
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries build ## End-to-end tests: the manager binary on a full local cluster it starts and stops.
+test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
 
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager (Helm runtime) binary into bin/.
+build: ## Build the manager (Helm runtime) and extensions (sidecar) binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
+	go build -o $(LOCALBIN)/extensions ./extensions
 
 .PHONY: run
 run: cluster-binaries build ## Run the operator against the current cluster, or a local one it starts (Ctrl-C stops).

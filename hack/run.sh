@@ -12,7 +12,12 @@ set -euo pipefail
 kubectl="${K8S_BIN}/kubectl"
 started_cluster=false
 
+extensions_pid=""
 cleanup() {
+  if [[ -n "${extensions_pid}" ]] && kill -0 "${extensions_pid}" 2>/dev/null; then
+    kill -TERM "${extensions_pid}" 2>/dev/null || true
+    wait "${extensions_pid}" 2>/dev/null || true
+  fi
   if [[ "${started_cluster}" == true ]]; then
     echo "stopping the local cluster started by make run" >&2
     go run ./cmd/localcluster down --state-dir "${LOCAL_CLUSTER_DIR}"
@@ -47,10 +52,19 @@ The operator is starting. In another terminal:
   kubectl apply -k config/samples
   kubectl get nginx,deployments,pods
 
-Metrics: http://127.0.0.1:8080/metrics  Health: http://127.0.0.1:8081/healthz
+Metrics: http://127.0.0.1:8080/metrics (manager), http://127.0.0.1:8082/metrics (extensions)
 Press Ctrl-C to stop.
 
 MSG
+
+# The extensions sidecar runs beside the manager, as in the operator's Pod.
+"${LOCALBIN}/extensions" \
+  --leader-elect=false \
+  --metrics-bind-address 127.0.0.1:8082 \
+  --metrics-secure=false \
+  --health-probe-bind-address 127.0.0.1:8083 \
+  --zap-devel &
+extensions_pid=$!
 
 rc=0
 "${LOCALBIN}/manager" \

@@ -1,5 +1,5 @@
-// Package e2e runs the operator the way a user does: the manager binary as
-// a process, on a full local cluster (etcd, kube-apiserver with RBAC,
+// Package e2e runs the operator the way a user does: the manager and
+// extensions binaries as processes, on a full local cluster (etcd, kube-apiserver with RBAC,
 // kube-controller-manager, kube-scheduler, kwok) that the suite starts and
 // stops, driven with kubectl.
 //
@@ -37,7 +37,10 @@ var env struct {
 	kubectl    string // path of the kubectl binary matching the cluster
 	kubeconfig string
 	client     client.Client
-	manager    *managerProcess
+	// manager is the Helm runtime; extensions is the Go sidecar. Tests may
+	// stop and start either (e.g. to test a restart).
+	manager    *operatorProcess
+	extensions *operatorProcess
 }
 
 func TestMain(m *testing.M) {
@@ -56,7 +59,8 @@ func run(m *testing.M) int {
 	}
 	env.kubectl = filepath.Join(binDir, "kubectl")
 	managerBin := filepath.Join(root, "bin", "manager")
-	for _, f := range []string{env.kubectl, managerBin, filepath.Join(binDir, "kube-apiserver")} {
+	extensionsBin := filepath.Join(root, "bin", "extensions")
+	for _, f := range []string{env.kubectl, managerBin, extensionsBin, filepath.Join(binDir, "kube-apiserver")} {
 		if _, err := os.Stat(f); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s is missing; run `make test-e2e` (it builds the binaries)\n", f)
 			return 1
@@ -109,30 +113,44 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	env.manager = &managerProcess{bin: managerBin, logPath: filepath.Join(os.TempDir(), "platform-operator-e2e-manager.log")}
-	if err := env.manager.start(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the manager:", err)
-		return 1
+	logDir, err := os.MkdirTemp("", "platform-operator-e2e-logs-")
+	if err != nil {
+		panic(err)
 	}
-	defer env.manager.stop()
+	env.manager = &operatorProcess{
+		name: "manager", bin: managerBin, logPath: filepath.Join(logDir, "manager.log"),
+		args: []string{"--watches-file", "watches.yaml"},
+	}
+	env.extensions = &operatorProcess{
+		name: "extensions", bin: extensionsBin, logPath: filepath.Join(logDir, "extensions.log"),
+	}
+	for _, p := range []*operatorProcess{env.manager, env.extensions} {
+		if err := p.start(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: starting the %s: %v\n", p.name, err)
+			return 1
+		}
+		defer p.stop()
+	}
 
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: manager log: %s\n", env.manager.logPath)
+		fmt.Fprintf(os.Stderr, "e2e: logs of the operator's processes: %s\n", logDir)
 	}
 	return code
 }
 
-// managerProcess is the operator's manager binary, run as a process with
-// the suite's kubeconfig.
-type managerProcess struct {
-	bin, logPath string
-	metricsAddr  string
-	cmd          *exec.Cmd
-	logFile      *os.File
+// operatorProcess is one of the operator's binaries, run as a process with
+// the suite's kubeconfig, plain-HTTP metrics on a free loopback port and
+// readable logs appended to logPath.
+type operatorProcess struct {
+	name, bin, logPath string
+	args               []string // extra flags
+	metricsAddr        string
+	cmd                *exec.Cmd
+	logFile            *os.File
 }
 
-func (p *managerProcess) start() error {
+func (p *operatorProcess) start() error {
 	ports, err := freePorts(2)
 	if err != nil {
 		return err
@@ -142,13 +160,13 @@ func (p *managerProcess) start() error {
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.Command(p.bin,
-		"--watches-file", "watches.yaml",
+	args := append([]string{
 		"--metrics-bind-address", p.metricsAddr,
 		"--metrics-secure=false",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--zap-devel",
-	)
+	}, p.args...)
+	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Dir = env.root
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
 	p.cmd.Stdout = p.logFile
@@ -165,11 +183,11 @@ func (p *managerProcess) start() error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("manager did not serve metrics within 60s (log: %s)", p.logPath)
+	return fmt.Errorf("%s did not serve metrics within 60s (log: %s)", p.name, p.logPath)
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (p *managerProcess) stop() error {
+func (p *operatorProcess) stop() error {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return nil
 	}
@@ -181,7 +199,7 @@ func (p *managerProcess) stop() error {
 	case err = <-done:
 	case <-time.After(60 * time.Second):
 		_ = p.cmd.Process.Kill()
-		err = fmt.Errorf("manager did not stop within 60s of SIGTERM")
+		err = fmt.Errorf("%s did not stop within 60s of SIGTERM", p.name)
 		<-done
 	}
 	p.cmd = nil
@@ -191,7 +209,7 @@ func (p *managerProcess) stop() error {
 
 // metric returns the sum of the samples of a Prometheus counter whose
 // labels include every labels entry ("name=value").
-func (p *managerProcess) metric(name string, labels ...string) (float64, error) {
+func (p *operatorProcess) metric(name string, labels ...string) (float64, error) {
 	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
 	if err != nil {
 		return 0, err
