@@ -36,8 +36,21 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Regenerate the CRDs of the chart-backed kinds from the charts' values.schema.json.
+manifests: controller-gen ## Regenerate the CRDs: Go API types under extensions/api (controller-gen) and chart-backed kinds from values.schema.json (crdgen).
+	$(CONTROLLER_GEN) object paths=./extensions/api/... crd:crdVersions=v1 output:crd:artifacts:config=config/crd/bases
 	go run ./cmd/crdgen --kinds config/crd/kinds.yaml --out config/crd/bases
+
+.PHONY: verify-manifests
+verify-manifests: controller-gen ## Fail when the committed controller-gen output (CRDs and deepcopy of extensions/api) is stale.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./extensions/api/... output:crd:dir=$$tmp; \
+	for f in $$tmp/*.yaml; do \
+	  diff -u config/crd/bases/$$(basename $$f) $$f || { echo "config/crd/bases/$$(basename $$f) is stale: run make manifests"; exit 1; }; \
+	done; \
+	for d in extensions/api/*/; do \
+	  $(CONTROLLER_GEN) object paths=./$$d output:object:stdout > $$tmp/deepcopy.go; \
+	  diff -u $$d/zz_generated.deepcopy.go $$tmp/deepcopy.go || { echo "$$d/zz_generated.deepcopy.go is stale: run make manifests"; exit 1; }; \
+	done
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -55,7 +68,7 @@ lint-charts: helm ## Lint every chart with helm lint --strict.
 test: test-unit test-integration test-e2e ## Run every test: unit, integration (API server) and end-to-end (full local cluster).
 
 .PHONY: test-unit
-test-unit: vet ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+test-unit: vet verify-manifests ## Unit tests: chart rendering, CRD generation and sync, pure logic.
 	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /internal/helmruntime)
 
 .PHONY: test-integration

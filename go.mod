@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/onsi/gomega v1.40.0
 	github.com/operator-framework/helm-operator-plugins v0.9.1
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/pflag v1.0.10
 	helm.sh/helm/v3 v3.21.0
 	k8s.io/api v0.35.1
