@@ -44,6 +44,12 @@ func BuildCRD(k *Kind, spec *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.C
 		desc += " " + spec.Description
 	}
 	spec.Description = desc
+	// A chart with required values needs a spec: without this, an object
+	// with no spec at all would skip the required check and fail in Helm.
+	var required []string
+	if len(spec.Required) > 0 {
+		required = []string{"spec"}
+	}
 
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta: metav1.TypeMeta{
@@ -70,6 +76,7 @@ func BuildCRD(k *Kind, spec *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.C
 					OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 						Type:        "object",
 						Description: k.Description,
+						Required:    required,
 						Properties: map[string]apiextensionsv1.JSONSchemaProps{
 							"apiVersion": {Type: "string", Description: apiVersionDescription},
 							"kind":       {Type: "string", Description: kindDescription},
