@@ -2,6 +2,7 @@ package helmruntime
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -50,7 +51,12 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
 
-	r, err := reconciler.New(reconcilerOptions(rw, acg, log)...)
+	opts := reconcilerOptions(rw, acg, log)
+	extra, err := safetyOptions(mgr, rw, acg, nsFor, log)
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	r, err := reconciler.New(append(opts, extra...)...)
 	if err != nil {
 		return fmt.Errorf("create reconciler for %s: %w", rw.GVK, err)
 	}
@@ -92,6 +98,36 @@ func reconcilerOptions(rw ResolvedWatch, acg helmclient.ActionClientGetter, log 
 		// The reconciler adds the kind and the object's key to every line.
 		reconciler.WithLog(log.WithName("reconciler")),
 	}
+}
+
+// safetyOptions are the reconciler options that keep chart secrets safe:
+//   - the reconciler's client redacts Secret values from the release
+//     manifest it writes into the custom resource's status (see
+//     NewRedactingClient);
+//   - values the chart declares as generated (GeneratedValuesAnnotation) are
+//     generated once and then kept for the life of the release;
+//   - kept objects (helm.sh/resource-policy: keep) are watched by owner
+//     annotation, so that their drift is repaired at once (see
+//     keptObjectWatcher).
+func safetyOptions(mgr ctrl.Manager, rw ResolvedWatch, acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, log logr.Logger) ([]reconciler.Option, error) {
+	opts := []reconciler.Option{reconciler.WithClient(NewRedactingClient(mgr.GetClient()))}
+
+	// The library names its controller, and its event recorder, this way.
+	controllerName := fmt.Sprintf("%s-controller", strings.ToLower(rw.GVK.Kind))
+	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, nsFor, mgr.GetClient(),
+		mgr.GetEventRecorderFor(controllerName), log.WithName("generated-values").WithValues("kind", rw.GVK.Kind))
+	if err != nil {
+		return nil, err
+	}
+	if translator != nil {
+		opts = append(opts, reconciler.WithValueTranslator(translator))
+	}
+
+	if rw.WatchDependentResources {
+		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())
+		opts = append(opts, reconciler.WithControllerSetupFunc(w.setController), reconciler.WithPostHook(w))
+	}
+	return opts, nil
 }
 
 // describeSelector renders a label selector for logs.
