@@ -15,12 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/acme/platform-operator/extensions/internal/sidecar"
+	"github.com/acme/platform-operator/extensions/internal/tenant"
 )
 
 func main() {
 	opts := sidecar.DefaultOptions()
 	opts.BindFlags(pflag.CommandLine)
 	// Flags of the extension controllers are registered here.
+	tenantOpts := tenant.DefaultOptions()
+	tenantOpts.BindFlags(pflag.CommandLine)
 
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -40,6 +43,10 @@ func main() {
 	}
 
 	// Extension controllers are set up here, one call each.
+	if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
+		log.Error(err, "Unable to set up the NamespaceTenant finalizer controller")
+		os.Exit(1)
+	}
 
 	log.Info("Starting extensions")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
