@@ -61,8 +61,11 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint-charts
-lint-charts: helm ## Lint every chart with helm lint --strict.
-	@for c in helm-charts/*/; do $(HELM) lint --strict $$c; done
+lint-charts: helm ## Lint every chart with helm lint --strict (with <chart>/ci/lint-values.yaml when the chart has required values).
+	@for c in helm-charts/*/; do \
+		if [ -f $$c/ci/lint-values.yaml ]; then $(HELM) lint --strict $$c -f $$c/ci/lint-values.yaml; \
+		else $(HELM) lint --strict $$c; fi; \
+	done
 
 .PHONY: test
 test: test-unit test-integration test-e2e ## Run every test: unit, integration (API server) and end-to-end (full local cluster).
