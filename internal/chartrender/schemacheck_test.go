@@ -1,0 +1,136 @@
+package chartrender
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Chart-independent checks of a chart's values.schema.json, shared by the
+// chart tests. Both return human-readable problems; none means the check
+// passed.
+
+// schemaValuesProblems checks that values.yaml and the schema agree: every
+// leaf of values.yaml has a schema property whose default is exactly its
+// value, and every schema property is in values.yaml, except required ones,
+// which must have neither a value nor a default (a default would make them
+// never really required in the CRD).
+func schemaValuesProblems(values, schema map[string]interface{}) []string {
+	var problems []string
+	var walk func(path string, vals map[string]interface{}, node map[string]interface{})
+	walk = func(path string, vals map[string]interface{}, node map[string]interface{}) {
+		props, _ := node["properties"].(map[string]interface{})
+		required := map[string]bool{}
+		reqList, _ := node["required"].([]interface{})
+		for _, r := range reqList {
+			required[fmt.Sprint(r)] = true
+		}
+		for k, v := range vals {
+			p := path + "." + k
+			prop, ok := props[k].(map[string]interface{})
+			switch {
+			case !ok:
+				problems = append(problems, p+": in values.yaml but not in the schema")
+				continue
+			case required[k]:
+				problems = append(problems, p+": required, so it must not have a value in values.yaml")
+				continue
+			}
+			if sub, isMap := v.(map[string]interface{}); isMap && prop["properties"] != nil {
+				walk(p, sub, prop)
+				continue
+			}
+			def, has := prop["default"]
+			switch {
+			case !has:
+				problems = append(problems, p+": schema has no default")
+			case !reflect.DeepEqual(def, v):
+				problems = append(problems, fmt.Sprintf("%s: schema default %#v, values.yaml %#v", p, def, v))
+			}
+		}
+		for k, prop := range props {
+			if _, ok := vals[k]; ok {
+				continue
+			}
+			if !required[k] {
+				problems = append(problems, path+"."+k+": in the schema but not in values.yaml")
+			}
+			if _, has := prop.(map[string]interface{})["default"]; has {
+				problems = append(problems, path+"."+k+": required with a default, so never really required")
+			}
+		}
+	}
+	walk("", values, schema)
+	return problems
+}
+
+// schemaContractProblems checks that a schema stays inside the subset the
+// CRD generator supports and is complete: every property described, every
+// object closed (additionalProperties false, a value schema, or explicitly
+// free-form), known types only, int-or-string only in its one form.
+func schemaContractProblems(schema map[string]interface{}) []string {
+	allowed := map[string]bool{}
+	for _, k := range []string{"$schema", "description", "type", "default", "enum", "minimum", "maximum",
+		"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "required", "properties", "items",
+		"additionalProperties", "$ref", "definitions", "anyOf",
+		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-validations"} {
+		allowed[k] = true
+	}
+	types := map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true}
+	intOrString := []interface{}{map[string]interface{}{"type": "integer"}, map[string]interface{}{"type": "string"}}
+
+	var problems []string
+	var check func(path string, node map[string]interface{}, isProperty bool)
+	check = func(path string, node map[string]interface{}, isProperty bool) {
+		bad := func(format string, args ...interface{}) {
+			problems = append(problems, path+": "+fmt.Sprintf(format, args...))
+		}
+		for k := range node {
+			if !allowed[k] {
+				bad("keyword %q is outside the CRD generator's subset", k)
+			}
+		}
+		if d, _ := node["description"].(string); isProperty && len(strings.TrimSpace(d)) < 10 {
+			bad("needs a real description")
+		}
+		if f, ok := node["format"]; ok && f != "hostname" {
+			bad("format %v is not one the CRD uses", f)
+		}
+		if anyOf, ok := node["anyOf"]; ok {
+			if node["x-kubernetes-int-or-string"] != true || !reflect.DeepEqual(anyOf, intOrString) || node["type"] != nil {
+				bad("anyOf is only allowed as the int-or-string form without type")
+			}
+		} else if node["$ref"] == nil {
+			if t, _ := node["type"].(string); !types[t] {
+				bad("type %v not allowed", node["type"])
+			}
+		}
+		if node["type"] == "object" {
+			props, hasProps := node["properties"].(map[string]interface{})
+			ap, hasAP := node["additionalProperties"]
+			preserve := node["x-kubernetes-preserve-unknown-fields"] == true
+			switch {
+			case hasProps && ap != false:
+				bad("object with properties must set additionalProperties: false")
+			case !hasProps && !hasAP && !preserve:
+				bad("free-form object needs additionalProperties or x-kubernetes-preserve-unknown-fields")
+			}
+			for name, p := range props {
+				check(path+"."+name, p.(map[string]interface{}), true)
+			}
+			if apSchema, ok := ap.(map[string]interface{}); ok {
+				check(path+".<key>", apSchema, false)
+			}
+		}
+		if items, ok := node["items"].(map[string]interface{}); ok {
+			check(path+"[]", items, false)
+		}
+		if defs, ok := node["definitions"].(map[string]interface{}); ok {
+			for name, d := range defs {
+				check(path+"#/definitions/"+name, d.(map[string]interface{}), true)
+			}
+		}
+	}
+	check("", schema, false)
+	return problems
+}
