@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/sidecar"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
 )
@@ -24,6 +26,12 @@ func main() {
 	// Flags of the extension controllers are registered here.
 	tenantOpts := tenant.DefaultOptions()
 	tenantOpts.BindFlags(pflag.CommandLine)
+	cronOpts := cronscaler.Options{}
+	pflag.IntVar(&cronOpts.MaxConcurrentReconciles, "cronscaler-max-concurrent-reconciles", 8,
+		"CronScalers reconciled in parallel (many firing in the same minute need several).")
+	pflag.DurationVar(&cronOpts.ClockOffset, "cronscaler-clock-offset", 0,
+		"TESTING AID, never set in production: shifts the CronScaler controller's clock by this duration.")
+	_ = pflag.CommandLine.MarkHidden("cronscaler-clock-offset")
 
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -35,6 +43,7 @@ func main() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	// API types of the extension controllers are added to the scheme here.
+	utilruntime.Must(autoscalingv1alpha1.AddToScheme(scheme))
 
 	mgr, err := sidecar.NewManager(ctrl.GetConfigOrDie(), scheme, opts)
 	if err != nil {
@@ -45,6 +54,10 @@ func main() {
 	// Extension controllers are set up here, one call each.
 	if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
 		log.Error(err, "Unable to set up the NamespaceTenant finalizer controller")
+		os.Exit(1)
+	}
+	if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
+		log.Error(err, "Unable to set up the CronScaler controller")
 		os.Exit(1)
 	}
 

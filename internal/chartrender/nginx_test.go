@@ -357,6 +357,42 @@ func TestNginxRender(t *testing.T) {
 			},
 		},
 		{
+			// cronScaling on: a CronScaler named like the release targets the
+			// chart's Deployment with the jobs and zone as given, and the
+			// Deployment has no replicas, so Helm never resets the count the
+			// CronScaler set.
+			name: "cronScaling",
+			spec: `{replicaCount: 4, cronScaling: {enabled: true, timeZone: Europe/Berlin, jobs: [{name: workday-up, schedule: "0 8 * * 1-5", replicas: 5}, {name: night-down, schedule: "0 20 * * *", replicas: 0}]}}`,
+			check: func(g Gomega, r *Result) {
+				cs := r.Get("CronScaler", nginxRelease)
+				g.Expect(cs).NotTo(BeNil())
+				g.Expect(cs.GetAPIVersion()).To(Equal("autoscaling.acme.com/v1alpha1"))
+				g.Expect(cs.GetNamespace()).To(Equal(nginxNamespace))
+				g.Expect(cs.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", nginxRelease))
+				g.Expect(field(g, cs, "spec")).To(Equal(map[string]interface{}{
+					"scaleTargetRef": map[string]interface{}{"apiVersion": "apps/v1", "kind": "Deployment", "name": nginxRelease},
+					"timeZone":       "Europe/Berlin",
+					"jobs": []interface{}{
+						map[string]interface{}{"name": "workday-up", "schedule": "0 8 * * 1-5", "replicas": int64(5)},
+						map[string]interface{}{"name": "night-down", "schedule": "0 20 * * *", "replicas": int64(0)},
+					},
+				}))
+				g.Expect(hasField(r.Get("Deployment", nginxRelease), "spec", "replicas")).To(BeFalse())
+				g.Expect(r.OfKind("HorizontalPodAutoscaler")).To(BeEmpty())
+				g.Expect(r.Notes).To(ContainSubstring("owned by the CronScaler " + nginxRelease))
+			},
+		},
+		{
+			// cronScaling off (the default) renders no CronScaler even with
+			// jobs listed, and the chart keeps the count.
+			name: "cronScaling disabled",
+			spec: `cronScaling: {jobs: [{name: a, schedule: "@daily", replicas: 2}]}`,
+			check: func(g Gomega, r *Result) {
+				g.Expect(r.OfKind("CronScaler")).To(BeEmpty())
+				g.Expect(field(g, r.Get("Deployment", nginxRelease), "spec", "replicas")).To(BeEquivalentTo(1))
+			},
+		},
+		{
 			// NetworkPolicy: http port open to the own namespace, the listed
 			// namespaces and labelled pods anywhere; nothing else.
 			name: "networkPolicy",
@@ -582,6 +618,18 @@ func TestNginxRefusedValues(t *testing.T) {
 		{"max below min", `autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}`, []string{"maxReplicas"}},
 		{"port clash", `{metrics: {enabled: true, port: 8080}}`, []string{"metrics.port"}},
 		{"empty pod selector", `networkPolicy: {enabled: true, allowedPodSelectors: [{}]}`, []string{"allowedPodSelectors"}},
+		// cronScaling: both it and the HPA would own the count.
+		{"cronScaling with autoscaling", `{autoscaling: {enabled: true}, cronScaling: {enabled: true, jobs: [{name: a, schedule: "@daily", replicas: 2}]}}`, []string{"cronScaling and autoscaling"}},
+		// cronScaling without jobs has nothing to do.
+		{"cronScaling without jobs", `cronScaling: {enabled: true}`, []string{"cronScaling.jobs"}},
+		// A job needs all three fields.
+		{"cronScaling job without replicas", `cronScaling: {enabled: true, jobs: [{name: a, schedule: "@daily"}]}`, []string{"/cronScaling/jobs/0", "replicas"}},
+		// Cron syntax is checked by pattern: words are not a schedule.
+		{"cronScaling bad schedule", `cronScaling: {enabled: true, jobs: [{name: a, schedule: "every day", replicas: 2}]}`, []string{"/cronScaling/jobs/0/schedule"}},
+		// Negative replica counts are refused.
+		{"cronScaling negative replicas", `cronScaling: {enabled: true, jobs: [{name: a, schedule: "@daily", replicas: -1}]}`, []string{"/cronScaling/jobs/0/replicas", "minimum"}},
+		// Zone names are IANA-shaped.
+		{"cronScaling bad zone", `cronScaling: {enabled: true, timeZone: "UTC+2 hours", jobs: [{name: a, schedule: "@daily", replicas: 2}]}`, []string{"/cronScaling/timeZone"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -722,7 +770,8 @@ func TestNginxSchemaContract(t *testing.T) {
 	for _, k := range []string{"$schema", "description", "type", "default", "enum", "minimum", "maximum",
 		"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "required", "properties", "items",
 		"additionalProperties", "$ref", "definitions", "anyOf",
-		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields"} {
+		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields",
+		"x-kubernetes-list-type", "x-kubernetes-list-map-keys"} {
 		allowed[k] = true
 	}
 	types := map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true}

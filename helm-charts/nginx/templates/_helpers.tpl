@@ -64,11 +64,12 @@ Name of the ServiceAccount the pods run as.
 
 {{/*
 "true" while the chart owns the Deployment's replica count, "false" when an
-autoscaler (autoscaling.enabled) or an outside controller
-(externalReplicaControl) does and spec.replicas must be left out.
+autoscaler (autoscaling.enabled), the chart's CronScaler
+(cronScaling.enabled) or an outside controller (externalReplicaControl)
+does and spec.replicas must be left out.
 */}}
 {{- define "nginx.ownsReplicas" -}}
-{{- if or .Values.autoscaling.enabled .Values.externalReplicaControl }}false{{ else }}true{{ end }}
+{{- if or .Values.autoscaling.enabled .Values.cronScaling.enabled .Values.externalReplicaControl }}false{{ else }}true{{ end }}
 {{- end }}
 
 {{/*

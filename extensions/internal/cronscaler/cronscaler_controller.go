@@ -1,0 +1,348 @@
+// Package cronscaler is the controller of CronScaler
+// (autoscaling.acme.com/v1alpha1): it keeps a target's replica count at the
+// count of the job whose schedule fired most recently, sleeping until the
+// next fire in between.
+package cronscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/extensions/internal/schedule"
+)
+
+// Reconciler reconciles CronScalers.
+type Reconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+	// Clock is the time source of the schedule arithmetic.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/finalizers,verbs=update
+
+// Reconcile brings one CronScaler's target to the active job's count and
+// sleeps until the next fire.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cs := &autoscalingv1alpha1.CronScaler{}
+	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cs.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, cs)
+	}
+	if err := r.syncFinalizer(ctx, cs); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	before := cs.DeepCopy()
+	result, err := r.enforce(ctx, cs, r.Clock.Now())
+	if patchErr := r.patchStatus(ctx, before, cs); patchErr != nil {
+		return ctrl.Result{}, errors.Join(err, patchErr)
+	}
+	return result, err
+}
+
+// enforce computes the plan at now, records it in the status and applies it
+// to the target unless suspended. It sets the Ready condition.
+func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, now time.Time) (ctrl.Result, error) {
+	sched, err := schedule.Compile(specOf(cs))
+	if err != nil {
+		r.setReady(cs, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
+		r.Recorder.Event(cs, corev1.EventTypeWarning, ReasonInvalidSpec, err.Error())
+		// Only a spec edit fixes this, and an edit triggers a reconcile.
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	plan := sched.At(now)
+	recordPlan(cs, plan)
+	sleep := untilNext(plan, now)
+
+	switch {
+	case cs.Spec.Suspend:
+		r.setReady(cs, metav1.ConditionFalse, ReasonSuspended, "spec.suspend is set: the target's replica count is left as it is")
+		return ctrl.Result{}, nil
+	case plan.Active < 0:
+		r.setReady(cs, metav1.ConditionTrue, ReasonWaiting, "no job has fired yet; the target is left alone until the first fire")
+		return ctrl.Result{RequeueAfter: sleep}, nil
+	}
+	if err := r.scale(ctx, cs, plan, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: sleep}, nil
+}
+
+// scale brings the target to the plan's count, recording the original count
+// first, and reports it in the Ready condition, Events and metrics.
+func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, plan schedule.Plan, now time.Time) error {
+	log := logr.FromContextOrDiscard(ctx)
+	job := cs.Spec.Jobs[plan.Active]
+	newFire := cs.Status.AppliedScheduleTime == nil || !cs.Status.AppliedScheduleTime.Time.Equal(plan.ActiveFire)
+	trigger := triggerDrift
+	if newFire {
+		trigger = triggerSchedule
+	}
+
+	t, err := targetFor(r.Client, cs)
+	if err != nil {
+		return r.targetFailed(cs, trigger, err)
+	}
+	current, err := t.replicas(ctx)
+	if err != nil {
+		return r.targetFailed(cs, trigger, err)
+	}
+	if current != job.Replicas {
+		if err := r.recordOriginal(ctx, cs, t, current, job.Replicas); err != nil {
+			return r.targetFailed(cs, trigger, err)
+		}
+		if err := t.setReplicas(ctx, job.Replicas); err != nil {
+			return r.targetFailed(cs, trigger, err)
+		}
+		scalesTotal.WithLabelValues("success", trigger).Inc()
+		stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+		cs.Status.LastScaleTime = &stamp
+		reason, what := ReasonScaled, fmt.Sprintf("job %s fired at %s", job.Name, plan.ActiveFire.UTC().Format(time.RFC3339))
+		if !newFire {
+			reason, what = EventDriftCorrected, fmt.Sprintf("the count was changed outside the CronScaler; job %s is active", job.Name)
+		}
+		r.Recorder.Eventf(cs, corev1.EventTypeNormal, reason, "Scaled %s from %d to %d replicas: %s", t.describe(), current, job.Replicas, what)
+		log.Info("Scaled target", "target", t.describe(), "from", current, "to", job.Replicas, "job", job.Name, "trigger", trigger)
+	}
+	if newFire {
+		// Fires from before the CronScaler existed are applied but are not
+		// lag: nothing was late.
+		if plan.ActiveFire.After(cs.CreationTimestamp.Time) {
+			scaleLag.Observe(now.Sub(plan.ActiveFire).Seconds())
+		}
+		applied := metav1.NewTime(plan.ActiveFire.UTC())
+		cs.Status.AppliedScheduleTime = &applied
+	}
+	r.setReady(cs, metav1.ConditionTrue, ReasonScaled,
+		fmt.Sprintf("%s has %d replicas, the count of job %s", t.describe(), job.Replicas, job.Name))
+	return nil
+}
+
+// targetFailed reports a failure to read or scale the target and returns
+// the error, so the request is retried with backoff.
+func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, trigger string, err error) error {
+	reason := ReasonScaleFailed
+	switch {
+	case errors.Is(err, errTargetNotFound):
+		reason = ReasonTargetNotFound
+	case errors.Is(err, errTargetNotScalable):
+		reason = ReasonTargetNotScalable
+	default:
+		scalesTotal.WithLabelValues("error", trigger).Inc()
+	}
+	r.setReady(cs, metav1.ConditionFalse, reason, err.Error())
+	r.Recorder.Event(cs, corev1.EventTypeWarning, reason, err.Error())
+	return err
+}
+
+// recordOriginal stores the target's count (and an HPA's maxReplicas when
+// the job raises it) in annotations on the CronScaler the first time it
+// changes them, before changing them, so that restoreOnDelete can put them
+// back.
+func (r *Reconciler) recordOriginal(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, t target, current, desired int32) error {
+	add := map[string]string{}
+	if _, ok := cs.Annotations[autoscalingv1alpha1.OriginalReplicasAnnotation]; !ok {
+		add[autoscalingv1alpha1.OriginalReplicasAnnotation] = strconv.Itoa(int(current))
+	}
+	if h, ok := t.(*hpaTarget); ok {
+		if _, has := cs.Annotations[autoscalingv1alpha1.OriginalMaxReplicasAnnotation]; !has {
+			hpa, err := h.get(ctx)
+			if err != nil {
+				return err
+			}
+			if hpa.Spec.MaxReplicas < desired {
+				add[autoscalingv1alpha1.OriginalMaxReplicasAnnotation] = strconv.Itoa(int(hpa.Spec.MaxReplicas))
+			}
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	before := cs.DeepCopy()
+	if cs.Annotations == nil {
+		cs.Annotations = map[string]string{}
+	}
+	for k, v := range add {
+		cs.Annotations[k] = v
+	}
+	if err := r.Patch(ctx, cs, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("recording the original replica count: %w", err)
+	}
+	return nil
+}
+
+// syncFinalizer adds the restore finalizer while restoreOnDelete is set and
+// removes it when it is not.
+func (r *Reconciler) syncFinalizer(ctx context.Context, cs *autoscalingv1alpha1.CronScaler) error {
+	want := cs.Spec.RestoreOnDelete
+	if want == controllerutil.ContainsFinalizer(cs, autoscalingv1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	before := cs.DeepCopy()
+	if want {
+		controllerutil.AddFinalizer(cs, autoscalingv1alpha1.RestoreFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(cs, autoscalingv1alpha1.RestoreFinalizer)
+	}
+	if err := r.Patch(ctx, cs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating the finalizer: %w", err)
+	}
+	return nil
+}
+
+// finalize puts the target's original count back (restoreOnDelete) and
+// releases the CronScaler. A target that is gone needs no restoring.
+func (r *Reconciler) finalize(ctx context.Context, cs *autoscalingv1alpha1.CronScaler) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(cs, autoscalingv1alpha1.RestoreFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if cs.Spec.RestoreOnDelete {
+		if err := r.restore(ctx, cs); err != nil {
+			before := cs.DeepCopy()
+			r.setReady(cs, metav1.ConditionFalse, ReasonRestoreFailed, err.Error())
+			r.Recorder.Event(cs, corev1.EventTypeWarning, ReasonRestoreFailed, err.Error())
+			scalesTotal.WithLabelValues("error", triggerRestore).Inc()
+			return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, before, cs))
+		}
+	}
+	before := cs.DeepCopy()
+	controllerutil.RemoveFinalizer(cs, autoscalingv1alpha1.RestoreFinalizer)
+	if err := r.Patch(ctx, cs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// restore writes the recorded original count back to the target.
+func (r *Reconciler) restore(ctx context.Context, cs *autoscalingv1alpha1.CronScaler) error {
+	orig, ok, err := annotationInt(cs, autoscalingv1alpha1.OriginalReplicasAnnotation)
+	if err != nil || !ok {
+		// Never changed the target (or the record is unreadable): nothing to
+		// put back.
+		return nil
+	}
+	t, err := targetFor(r.Client, cs)
+	if err != nil {
+		return nil
+	}
+	if h, isHPA := t.(*hpaTarget); isHPA {
+		origMax, _, _ := annotationInt(cs, autoscalingv1alpha1.OriginalMaxReplicasAnnotation)
+		if _, err := h.setBounds(ctx, orig, origMax); err != nil {
+			if errors.Is(err, errTargetNotFound) {
+				return nil
+			}
+			return err
+		}
+	} else if err := t.setReplicas(ctx, orig); err != nil {
+		if errors.Is(err, errTargetNotFound) || errors.Is(err, errTargetNotScalable) {
+			return nil
+		}
+		return err
+	}
+	scalesTotal.WithLabelValues("success", triggerRestore).Inc()
+	r.Recorder.Eventf(cs, corev1.EventTypeNormal, EventRestored, "Restored %s to its original %d replicas", t.describe(), orig)
+	return nil
+}
+
+// annotationInt reads an integer annotation.
+func annotationInt(cs *autoscalingv1alpha1.CronScaler, key string) (int32, bool, error) {
+	v, ok := cs.Annotations[key]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, false, fmt.Errorf("annotation %s=%q is not an integer", key, v)
+	}
+	return int32(n), true, nil
+}
+
+// setReady sets the Ready condition for the current generation.
+func (r *Reconciler) setReady(cs *autoscalingv1alpha1.CronScaler, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&cs.Status.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: cs.Generation,
+	})
+	cs.Status.ObservedGeneration = cs.Generation
+}
+
+// patchStatus writes the status when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, before, cs *autoscalingv1alpha1.CronScaler) error {
+	if equality.Semantic.DeepEqual(before.Status, cs.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, cs, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching the status: %w", err)
+	}
+	return nil
+}
+
+// specOf is the part of the spec the schedule arithmetic needs.
+func specOf(cs *autoscalingv1alpha1.CronScaler) schedule.Spec {
+	s := schedule.Spec{TimeZone: cs.Spec.TimeZone, ExcludeDates: cs.Spec.ExcludeDates}
+	for _, j := range cs.Spec.Jobs {
+		s.Jobs = append(s.Jobs, schedule.Job{Name: j.Name, Schedule: j.Schedule, Replicas: j.Replicas})
+	}
+	return s
+}
+
+// recordPlan writes the plan's times into the status.
+func recordPlan(cs *autoscalingv1alpha1.CronScaler, plan schedule.Plan) {
+	cs.Status.ActiveJob = ""
+	cs.Status.DesiredReplicas = nil
+	if plan.Active >= 0 {
+		cs.Status.ActiveJob = cs.Spec.Jobs[plan.Active].Name
+		n := plan.Replicas
+		cs.Status.DesiredReplicas = &n
+	}
+	cs.Status.NextScheduleTime = timeOrNil(plan.Next)
+	cs.Status.Jobs = make([]autoscalingv1alpha1.JobStatus, len(plan.Jobs))
+	for i, j := range plan.Jobs {
+		cs.Status.Jobs[i] = autoscalingv1alpha1.JobStatus{
+			Name: j.Name, LastScheduleTime: timeOrNil(j.Last), NextScheduleTime: timeOrNil(j.Next),
+		}
+	}
+}
+
+func timeOrNil(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t.UTC())
+	return &mt
+}
+
+// untilNext is how long to sleep until the plan may change; 0 (no requeue)
+// when no job fires again. A few milliseconds are added so that the wake-up
+// is at or after the fire time, never just before it.
+func untilNext(plan schedule.Plan, now time.Time) time.Duration {
+	if plan.Next.IsZero() {
+		return 0
+	}
+	return plan.Next.Sub(now) + 5*time.Millisecond
+}
