@@ -510,3 +510,46 @@ func TestNamespaceTenantInvalidSpecs(t *testing.T) {
 	waitDeployed(g, ctx, "immutable")
 	deleteTenantAndWait(t, g, ctx, "immutable", "e2e-immutable")
 }
+
+// TestNamespaceTenantOperatorRBAC checks that the operator's shipped
+// ClusterRole (config/rbac/role.yaml) is enough to create what a tenant
+// needs, and that it can bind the admin ClusterRole and nothing more
+// powerful: the API server's RBAC escalation check, not a fake.
+func TestNamespaceTenantOperatorRBAC(t *testing.T) {
+	g := NewWithT(t)
+	const operator, ns = "e2e-tenant-operator", "e2e-tenant-rbac"
+	out, err := kubectl("apply", "-f", "config/rbac/role.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = kubectl("create", "clusterrolebinding", operator, "--clusterrole=manager-role", "--user="+operator)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	as := func(args ...string) (string, error) { return kubectl(append(args, "--as="+operator)...) }
+	g.Eventually(func() (string, error) { return as("create", "namespace", ns) }).
+		WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainSubstring("created"))
+	for _, res := range []string{"resourcequotas", "limitranges", "rolebindings.rbac.authorization.k8s.io", "networkpolicies.networking.k8s.io"} {
+		out, err := as("auth", "can-i", "create", res, "-n", ns)
+		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", res, out)
+	}
+	for _, verb := range []string{"get", "watch", "update", "patch"} {
+		out, err := as("auth", "can-i", verb, "namespacetenants.tenancy.acme.com")
+		g.Expect(err).NotTo(HaveOccurred(), "%s namespacetenants: %s", verb, out)
+	}
+	// Deleting tenants is the users' business, not the operator's.
+	out, err = as("auth", "can-i", "delete", "namespacetenants.tenancy.acme.com")
+	g.Expect(err).To(HaveOccurred(), out)
+
+	t.Log("binding admin is allowed through the bind verb")
+	out, err = as("create", "rolebinding", "tenant-admins", "--clusterrole=admin", "--user=sam", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	t.Log("binding any other role is refused: no wildcard, no escalation")
+	for _, role := range []string{"cluster-admin", "edit"} {
+		out, err := as("create", "rolebinding", "escalate-"+role, "--clusterrole="+role, "--user=sam", "-n", ns)
+		g.Expect(err).To(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring("forbidden"))
+	}
+	out, err = as("auth", "can-i", "*", "*")
+	g.Expect(err).To(HaveOccurred(), "the operator must not hold wildcard permissions: %s", out)
+	out, err = as("auth", "can-i", "bind", "clusterroles/cluster-admin")
+	g.Expect(err).To(HaveOccurred(), out)
+}
