@@ -204,6 +204,25 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(events).To(ContainElement(HavePrefix("Normal/Finalized: Namespace app-y is gone")))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	t.Log("re-create right after `kubectl delete` returns: a clean install, no Terminating namespace in the way")
+	out, err = kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		cr, err := getTenant(ctx, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		failed, _, msg := condition(cr, "ReleaseFailed")
+		g.Expect(failed).NotTo(Equal("True"), msg)
+		status, reason, _ := condition(cr, "Deployed")
+		g.Expect(status).To(Equal("True"))
+		g.Expect(reason).To(Equal("InstallSuccessful"))
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+	g.Expect(namespace.DeletionTimestamp).To(BeNil())
+	out, err = kubectl("delete", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml", "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace))).To(BeTrue(),
+		"kubectl delete returns only once the namespace is gone")
 }
 
 // webhookRecorder is the external system of the tests: it records every
