@@ -81,6 +81,9 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(GVK.GroupKind(), GVK.Version); err != nil {
+		return fmt.Errorf("look up %s (is its CRD installed?): %w", GVK, err)
+	}
 	r := &FinalizerReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("tenant-finalizer"),
