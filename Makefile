@@ -36,9 +36,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Regenerate the CRDs: Go API types under extensions/api (controller-gen) and chart-backed kinds from values.schema.json (crdgen).
+manifests: controller-gen ## Regenerate the CRDs (controller-gen for extensions/api, crdgen for charts) and the CSV base's owned-CRD descriptors (csvgen).
 	$(CONTROLLER_GEN) object paths=./extensions/api/... crd:crdVersions=v1 output:crd:artifacts:config=config/crd/bases
 	go run ./cmd/crdgen --kinds config/crd/kinds.yaml --out config/crd/bases
+	go run ./cmd/csvgen
 
 .PHONY: verify-manifests
 verify-manifests: controller-gen ## Fail when the committed controller-gen output (CRDs and deepcopy of extensions/api) is stale.
@@ -76,7 +77,7 @@ test-unit: vet verify-manifests ## Unit tests: chart rendering, CRD generation a
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.

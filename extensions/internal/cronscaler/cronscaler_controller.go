@@ -180,16 +180,19 @@ func (r *Reconciler) recordOriginal(ctx context.Context, cs *autoscalingv1alpha1
 	if len(add) == 0 {
 		return nil
 	}
-	before := cs.DeepCopy()
-	if cs.Annotations == nil {
-		cs.Annotations = map[string]string{}
+	// Patch a copy: the response would overwrite the status computed so far.
+	obj := cs.DeepCopy()
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
 	}
 	for k, v := range add {
-		cs.Annotations[k] = v
+		obj.Annotations[k] = v
 	}
-	if err := r.Patch(ctx, cs, client.MergeFrom(before)); err != nil {
+	if err := r.Patch(ctx, obj, client.MergeFrom(cs)); err != nil {
 		return fmt.Errorf("recording the original replica count: %w", err)
 	}
+	cs.Annotations = obj.Annotations
+	cs.ResourceVersion = obj.ResourceVersion
 	return nil
 }
 

@@ -1,0 +1,358 @@
+package cronscaler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+)
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// counterValue reads a Prometheus counter.
+func counterValue(c prometheus.Counter) float64 {
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func namespace(g Gomega, c client.Client, name string) {
+	g.ExpectWithOffset(1, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			},
+		},
+	}
+}
+
+// drainEvents returns the events recorded so far as "Type Reason Message".
+func drainEvents(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// TestReconcileFollowsTheSchedule walks a fake clock through a week of the
+// issue's business-hours rhythm (in Berlin, with Christmas excluded) and
+// reconciles at each step against the real API server: the Deployment's
+// count, the requeue delay (exactly until the next fire), status, Events,
+// metrics, drift, catch-up over several missed fires, and restoreOnDelete.
+func TestReconcileFollowsTheSchedule(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "follows"
+	namespace(g, c, ns)
+	dep := deployment(ns, "web", 2)
+	g.Expect(c.Create(ctx, dep)).To(Succeed())
+	cs := &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			TimeZone:       "Europe/Berlin",
+			Jobs: []autoscalingv1alpha1.ScheduleJob{
+				{Name: "workday-up", Schedule: "0 8 * * 1-5", Replicas: 5},
+				{Name: "night-down", Schedule: "0 20 * * *", Replicas: 1},
+			},
+			ExcludeDates:    []string{"2026-12-25"},
+			RestoreOnDelete: true,
+		},
+	}
+	g.Expect(c.Create(ctx, cs)).To(Succeed())
+
+	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00+01:00"))
+	rec := record.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Clock: clock}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
+	driftBefore := counterValue(scalesTotal.WithLabelValues("success", triggerDrift))
+
+	steps := []struct {
+		name   string
+		now    string // fake clock
+		before func(g Gomega)
+		// Expected afterwards.
+		replicas int32
+		active   string
+		next     string // the requeue is exactly until this fire
+		event    string // substring of the one Event expected, "" for none
+	}{
+		{
+			// Monday 07:00: last night's job is active; the Deployment goes
+			// from 2 to 1 (2 is recorded as the original count).
+			name: "create", now: "2026-11-23T07:00:00+01:00",
+			replicas: 1, active: "night-down", next: "2026-11-23T08:00:00+01:00",
+			event: "Normal Scaled Scaled Deployment/web from 2 to 1 replicas: job night-down fired at 2026-11-22T19:00:00Z",
+		},
+		{
+			// Woken for the 08:00 fire.
+			name: "fire", now: "2026-11-23T08:00:00.005+01:00",
+			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
+			event: "Normal Scaled Scaled Deployment/web from 1 to 5 replicas: job workday-up",
+		},
+		{
+			// Someone scales by hand: the count is put back.
+			name: "drift", now: "2026-11-23T09:00:00+01:00",
+			before: func(g Gomega) {
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+				d.Spec.Replicas = ptr.To[int32](9)
+				g.Expect(c.Update(ctx, d)).To(Succeed())
+			},
+			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
+			event: "Normal DriftCorrected Scaled Deployment/web from 9 to 5 replicas: the count was changed outside the CronScaler",
+		},
+		{
+			// Nothing to do between fires: no Event.
+			name: "idle", now: "2026-11-23T12:00:00+01:00",
+			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
+		},
+		{
+			// The sidecar was down from Monday noon to Wednesday 21:30: the
+			// most recent missed job (Wednesday 20:00) applies at once.
+			name: "catch-up", now: "2026-11-25T21:30:00+01:00",
+			replicas: 1, active: "night-down", next: "2026-11-26T08:00:00+01:00",
+			event: "from 5 to 1 replicas: job night-down fired at 2026-11-25T19:00:00Z",
+		},
+		{
+			// Christmas Eve (Thursday) morning.
+			name: "christmas eve", now: "2026-12-24T08:00:00+01:00",
+			replicas: 5, active: "workday-up", next: "2026-12-24T20:00:00+01:00",
+			event: "from 1 to 5",
+		},
+		{
+			// Christmas Day is excluded: neither job fires; the next fire is
+			// on the 26th at 20:00.
+			name: "excluded date", now: "2026-12-25T10:00:00+01:00",
+			replicas: 1, active: "night-down", next: "2026-12-26T20:00:00+01:00",
+			event: "from 5 to 1",
+		},
+	}
+	for _, s := range steps {
+		clock.SetTime(at(s.now))
+		if s.before != nil {
+			s.before(g)
+		}
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred(), s.name)
+		g.Expect(res.RequeueAfter).To(Equal(at(s.next).Sub(clock.Now())+5*time.Millisecond), s.name)
+
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+		g.Expect(*d.Spec.Replicas).To(Equal(s.replicas), s.name)
+
+		got := &autoscalingv1alpha1.CronScaler{}
+		g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+		g.Expect(got.Status.ActiveJob).To(Equal(s.active), s.name)
+		g.Expect(*got.Status.DesiredReplicas).To(Equal(s.replicas), s.name)
+		g.Expect(got.Status.NextScheduleTime.Time).To(BeTemporally("==", at(s.next)), s.name)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), s.name)
+		ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), s.name)
+		g.Expect(ready.Reason).To(Equal(ReasonScaled), s.name)
+		g.Expect(got.Annotations).To(HaveKeyWithValue(autoscalingv1alpha1.OriginalReplicasAnnotation, "2"), s.name)
+		g.Expect(got.Finalizers).To(ContainElement(autoscalingv1alpha1.RestoreFinalizer), s.name)
+
+		events := drainEvents(rec)
+		if s.event == "" {
+			g.Expect(events).To(BeEmpty(), s.name)
+		} else {
+			g.Expect(events).To(ConsistOf(ContainSubstring(s.event)), s.name)
+		}
+	}
+	g.Expect(counterValue(scalesTotal.WithLabelValues("success", triggerDrift))).To(Equal(driftBefore + 1))
+
+	t.Log("delete: the original count (2) comes back and the finalizer goes")
+	g.Expect(c.Delete(ctx, cs)).To(Succeed())
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, req.NamespacedName, &autoscalingv1alpha1.CronScaler{}))).To(BeTrue())
+	g.Expect(drainEvents(rec)).To(ConsistOf(ContainSubstring("Normal Restored Restored Deployment/web to its original 2 replicas")))
+}
+
+// TestReconcileHPA sets an HPA's minReplicas, raising maxReplicas when
+// needed, and restores both on delete.
+func TestReconcileHPA(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "hpa"
+	namespace(g, c, ns)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 3,
+		},
+	}
+	g.Expect(c.Create(ctx, hpa)).To(Succeed())
+	cs := &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "api"},
+			Jobs: []autoscalingv1alpha1.ScheduleJob{
+				{Name: "low", Schedule: "0 0 * * *", Replicas: 2},
+				{Name: "high", Schedule: "0 12 * * *", Replicas: 6},
+			},
+			RestoreOnDelete: true,
+		},
+	}
+	g.Expect(c.Create(ctx, cs)).To(Succeed())
+	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T06:00:00Z"))
+	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: clock}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
+	bounds := func() [2]int32 {
+		h := &autoscalingv2.HorizontalPodAutoscaler{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(hpa), h)).To(Succeed())
+		return [2]int32{*h.Spec.MinReplicas, h.Spec.MaxReplicas}
+	}
+
+	// 06:00: the low job; minReplicas 2 fits under maxReplicas 3.
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bounds()).To(Equal([2]int32{2, 3}))
+	// 12:00: the high job; maxReplicas is raised to 6 with it.
+	clock.SetTime(at("2026-11-23T12:00:00Z"))
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bounds()).To(Equal([2]int32{6, 6}))
+	got := &autoscalingv1alpha1.CronScaler{}
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(got.Annotations).To(Equal(map[string]string{
+		autoscalingv1alpha1.OriginalReplicasAnnotation:    "1",
+		autoscalingv1alpha1.OriginalMaxReplicasAnnotation: "3",
+	}))
+
+	// Delete: both bounds come back.
+	g.Expect(c.Delete(ctx, cs)).To(Succeed())
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bounds()).To(Equal([2]int32{1, 3}))
+}
+
+// TestReconcileReportsProblems: a spec only code can reject is a terminal
+// error with Ready=False; a missing target is retried (an error for the
+// rate limiter) with Ready=False; both raise a Warning Event.
+func TestReconcileReportsProblems(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "problems"
+	namespace(g, c, ns)
+	cases := []struct {
+		name     string
+		zone     string
+		schedule string
+		terminal bool   // reconcile.TerminalError: no retry until the spec changes
+		reason   string // of Ready=False and the Warning
+		message  string
+	}{
+		// 5 fields that pass the schema's pattern but not the parser.
+		{"bad-cron", "UTC", "0 25 * * *", true, ReasonInvalidSpec, `job "a": schedule "0 25 * * *": end of range (25) above maximum (23)`},
+		// An IANA-shaped name that is no zone.
+		{"bad-zone", "Europe/Atlantis", "@daily", true, ReasonInvalidSpec, `timeZone "Europe/Atlantis" is not a known IANA time zone`},
+		// The Deployment does not exist (yet): retried with backoff.
+		{"no-target", "UTC", "@daily", false, ReasonTargetNotFound, "Deployment absent not found in namespace problems"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cs := &autoscalingv1alpha1.CronScaler{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
+				Spec: autoscalingv1alpha1.CronScalerSpec{
+					ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "absent"},
+					TimeZone:       tc.zone,
+					Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "a", Schedule: tc.schedule, Replicas: 1}},
+				},
+			}
+			g.Expect(c.Create(ctx, cs)).To(Succeed())
+			rec := record.NewFakeRecorder(10)
+			r := &Reconciler{Client: c, Recorder: rec, Clock: clocktesting.NewFakePassiveClock(at("2026-11-23T06:00:00Z"))}
+			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)})
+			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
+			g.Expect(res.RequeueAfter).To(BeZero())
+			g.Expect(errorsIsTerminal(err)).To(Equal(tc.terminal))
+			got := &autoscalingv1alpha1.CronScaler{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cs), got)).To(Succeed())
+			ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(tc.reason))
+			g.Expect(ready.Message).To(ContainSubstring(tc.message))
+			g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(drainEvents(rec)).To(ConsistOf(HavePrefix("Warning " + tc.reason + " ")))
+		})
+	}
+}
+
+func errorsIsTerminal(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "terminal error")
+}
+
+func TestIndexTarget(t *testing.T) {
+	cases := []struct {
+		name string
+		ref  autoscalingv1alpha1.ScaleTargetRef
+		want []string
+	}{
+		// Group from apiVersion, then kind and name.
+		{"deployment", autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, []string{"apps/Deployment/web"}},
+		// The core group is empty.
+		{"core", autoscalingv1alpha1.ScaleTargetRef{APIVersion: "v1", Kind: "ReplicationController", Name: "rc"}, []string{"/ReplicationController/rc"}},
+		// The version does not matter: v1 and v2 HPAs are the same object.
+		{"hpa", autoscalingv1alpha1.ScaleTargetRef{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Name: "h"}, []string{"autoscaling/HorizontalPodAutoscaler/h"}},
+		// An unparsable apiVersion indexes nothing.
+		{"bad apiVersion", autoscalingv1alpha1.ScaleTargetRef{APIVersion: "a/b/c", Kind: "X", Name: "x"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cs := &autoscalingv1alpha1.CronScaler{Spec: autoscalingv1alpha1.CronScalerSpec{ScaleTargetRef: tc.ref}}
+			g.Expect(indexTarget(cs)).To(Equal(tc.want))
+		})
+	}
+}
