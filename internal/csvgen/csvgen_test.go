@@ -1,0 +1,80 @@
+package csvgen
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+func TestHumanize(t *testing.T) {
+	cases := []struct {
+		in   string // a field or kind name
+		want string // its display name
+	}{
+		{"replicaCount", "Replica Count"},                                       // lower camel case
+		{"NamespaceTenant", "Namespace Tenant"},                                 // a kind
+		{"webAppHostname", "Web App Hostname"},                                  // several words
+		{"apiVersion", "API Version"},                                           // acronyms in capitals
+		{"targetCPUUtilizationPercentage", "Target CPU Utilization Percentage"}, // a run of capitals
+		{"tls", "TLS"}, // a lone acronym
+	}
+	for _, tc := range cases {
+		NewWithT(t).Expect(humanize(tc.in)).To(Equal(tc.want), tc.in)
+	}
+}
+
+func TestOwnedDescriptors(t *testing.T) {
+	g := NewWithT(t)
+	str := apiextensionsv1.JSONSchemaProps{Type: "string", Description: "A name. More detail."}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd.Name = "things.test.acme.com"
+	crd.Spec.Names.Kind = "Thing"
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{
+		Name: "v1", Storage: true,
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", Description: "Thing is a test kind. It has fields.",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"name":    str,
+					"enabled": {Type: "boolean"},
+					"count":   {Type: "integer"},
+					"tier":    {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"dev"`)}, {Raw: []byte(`"prod"`)}}},
+					"image":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"tag": str}},
+					"labels":  {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &str}},
+				}},
+				"status": {Type: "object", XPreserveUnknownFields: ptr(true)},
+			},
+		}},
+	}}
+	o, err := Owned(crd, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.DisplayName).To(Equal("Thing"))
+	g.Expect(o.Description).To(Equal("Thing is a test kind."))
+	byPath := map[string]Descriptor{}
+	for _, d := range o.SpecDescriptors {
+		byPath[d.Path] = d
+	}
+	g.Expect(byPath).To(HaveLen(6))
+	g.Expect(byPath["name"].XDescriptors).To(ConsistOf(xText))
+	g.Expect(byPath["name"].Description).To(Equal("A name."))
+	g.Expect(byPath["enabled"].XDescriptors).To(ConsistOf(xBool))
+	g.Expect(byPath["count"].XDescriptors).To(ConsistOf(xNumber))
+	g.Expect(byPath["tier"].XDescriptors).To(ConsistOf(xSelect+"dev", xSelect+"prod"))
+	g.Expect(byPath["image.tag"].XDescriptors).To(ConsistOf(xFieldGroup+"image", xText))
+	g.Expect(byPath["labels"].XDescriptors).To(ConsistOf(xAdvanced))
+	g.Expect(o.StatusDescriptors).To(HaveLen(1))
+	g.Expect(o.StatusDescriptors[0].XDescriptors).To(ConsistOf(xConditions))
+}
+
+// TestCSVBaseUpToDate fails when the committed CSV base's owned-CRD section
+// no longer matches the CRDs, charts and samples.
+func TestCSVBaseUpToDate(t *testing.T) {
+	_, changed, err := Generate(DefaultPaths("../.."))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	if changed {
+		t.Fatal("config/manifests/bases/platform-operator.clusterserviceversion.yaml is stale: run make manifests")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
