@@ -64,8 +64,19 @@ func ownerTenant(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // Reconcile handles deletion first, then makes sure the finalizer is there,
-// then announces the namespace.
+// then announces the namespace. A conflict (the Helm runtime changed the
+// tenant at the same time) is not an error: the change that won brings the
+// tenant back.
 func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		logf.FromContext(ctx).V(1).Info("Tenant changed meanwhile; retrying on its next version", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *FinalizerReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := NewObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
