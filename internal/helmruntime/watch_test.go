@@ -172,7 +172,7 @@ func TestLoadTestWatches(t *testing.T) {
 	for _, rw := range rws {
 		byKind[strings.ToLower(rw.GVK.Kind)] = rw
 	}
-	g.Expect(byKind).To(HaveLen(4))
+	g.Expect(byKind).To(HaveLen(5))
 	g.Expect(byKind["widget"].WatchDependentResources).To(BeTrue())
 	g.Expect(byKind["widget"].OverrideValues).To(Equal(map[string]string{"enforced": "from-operator"}))
 	g.Expect(byKind["widget"].ReconcilePeriod).To(Equal(time.Hour))
@@ -181,4 +181,5 @@ func TestLoadTestWatches(t *testing.T) {
 	g.Expect(byKind["ticker"].ReconcilePeriod).To(Equal(2 * time.Second))
 	g.Expect(byKind["ticker"].MaxConcurrentReconciles).To(Equal(3))
 	g.Expect(byKind["tenant"].Chart.Name()).To(Equal("tenant"))
+	g.Expect(byKind["vault"].Chart.Name()).To(Equal("vault"))
 }
