@@ -72,7 +72,7 @@ lint-charts: helm ## Lint every chart with helm lint --strict (with <chart>/ci/l
 test: test-unit test-integration test-e2e ## Run every test: unit, integration (API server) and end-to-end (full local cluster).
 
 .PHONY: test-unit
-test-unit: vet verify-manifests ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+test-unit: vet verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
 	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /internal/helmruntime)
 
 .PHONY: test-integration
@@ -82,6 +82,10 @@ test-integration: cluster-binaries ## Integration tests against a real etcd + ku
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
+
+.PHONY: bench-cronscaler
+bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronScalers firing in the same minute on a local cluster; prints lag, CPU and RSS.
+	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
 
 ##@ Build
 
@@ -155,6 +159,55 @@ deploy: kustomize ## Deploy the operator with image IMG to the cluster of the cu
 undeploy: kustomize ## Remove the operator from the cluster.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
 
+##@ Bundle (OLM)
+
+# Channels of the bundle; `make bundle CHANNELS=candidate,fast DEFAULT_CHANNEL=fast`.
+CHANNELS ?= alpha
+DEFAULT_CHANNEL ?= alpha
+BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+BUNDLE_GEN = $(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
+
+.PHONY: bundle
+bundle: manifests operator-sdk kustomize ## Generate bundle/ and bundle.Dockerfile from config/ (CRDs, RBAC, Deployment, CSV base, samples), then validate it.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(BUNDLE_GEN)
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+
+.PHONY: verify-bundle
+verify-bundle: operator-sdk kustomize ## Fail when bundle/ is not what make bundle produces, or does not validate.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r config PROJECT "$$tmp"/ && mkdir "$$tmp/bundle"; \
+	(cd "$$tmp" && $(BUNDLE_GEN) >/dev/null) || exit 1; \
+	diff -ru -I 'createdAt:' bundle "$$tmp/bundle" && diff -u -I 'createdAt:' bundle.Dockerfile "$$tmp/bundle.Dockerfile" \
+	  || { echo "bundle/ is stale: run make bundle"; exit 1; }
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (needs a container engine).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+OPM_IMG ?= quay.io/operator-framework/opm:v1.55.0
+
+.PHONY: catalog-build
+catalog-build: ## Build a file-based catalog image holding the bundle (needs a container engine and the pushed bundle image).
+	rm -rf catalog && mkdir -p catalog/platform-operator
+	$(CONTAINER_TOOL) run --rm $(OPM_IMG) init platform-operator --default-channel=$(DEFAULT_CHANNEL) --output yaml > catalog/platform-operator/index.yaml
+	$(CONTAINER_TOOL) run --rm $(OPM_IMG) render $(BUNDLE_IMG) --output yaml >> catalog/platform-operator/index.yaml
+	printf -- '---\nschema: olm.channel\npackage: platform-operator\nname: %s\nentries:\n- name: platform-operator.v%s\n' $(DEFAULT_CHANNEL) $(VERSION) >> catalog/platform-operator/index.yaml
+	$(CONTAINER_TOOL) run --rm -v $(CURDIR)/catalog:/catalog:Z $(OPM_IMG) validate /catalog
+	printf 'FROM %s\nENTRYPOINT ["/bin/opm"]\nCMD ["serve", "/configs", "--cache-dir=/tmp/cache"]\nADD catalog /configs\nLABEL operators.operatorframework.io.index.configs.v1=/configs\n' $(OPM_IMG) > catalog.Dockerfile
+	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image.
+	$(CONTAINER_TOOL) push $(CATALOG_IMG)
+
 ##@ Tools
 
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
@@ -169,7 +222,10 @@ kustomize: $(KUSTOMIZE) ## Build kustomize into bin/.
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
 
 $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
-	cd hack/tools/operator-sdk && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
+	cd hack/tools/operator-sdk && v=$$(go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk) && \
+	CGO_ENABLED=0 go build -tags containers_image_openpgp \
+	  -ldflags "-X github.com/operator-framework/operator-sdk/internal/version.Version=$$v -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$$v" \
+	  -o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
 $(HELM): hack/tools/helm/go.mod
 	cd hack/tools/helm && go build -o $@ helm.sh/helm/v3/cmd/helm
