@@ -142,6 +142,11 @@ func TestWebAppLifecycle(t *testing.T) {
 		g.Expect(deploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
+	out, err = kubectl("get", "webapps", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "DEPLOYED", "AGE"}))
+	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True`))
+
 	t.Log("the password is not in the WebApp (status included) nor in events")
 	expectPasswordNotExposed(t, ns, name, password)
 
@@ -169,6 +174,11 @@ func TestWebAppLifecycle(t *testing.T) {
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
 	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf(revisions))
+	// The repaired Secret carries Helm's ownership metadata, so that a later
+	// release of the same name can adopt it.
+	g.Expect(env.client.Get(ctx, dbKey, secret)).To(Succeed())
+	g.Expect(secret.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", name))
+	g.Expect(secret.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 
 	t.Log("restart the operator: no new revision, same password")
 	g.Expect(env.manager.stop()).To(Succeed())
@@ -351,4 +361,42 @@ func TestWebAppInvalidSpecsRefused(t *testing.T) {
 	var deps appsv1.DeploymentList
 	NewWithT(t).Expect(env.client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
 	NewWithT(t).Expect(deps.Items).To(BeEmpty())
+}
+
+// TestWebAppFullSample applies the full sample (prod, most options set) and
+// checks the options reach the objects.
+func TestWebAppFullSample(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "e2e-webapp-full", "webapp-full"
+	createNamespace(t, ns)
+	out, err := kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
+
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	dep := &appsv1.Deployment{}
+	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
+	g.Expect(dep.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("500m"))
+	pdb := &policyv1.PodDisruptionBudget{}
+	g.Expect(env.client.Get(ctx, key, pdb)).To(Succeed())
+	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
+	ing := &networkingv1.Ingress{}
+	g.Expect(env.client.Get(ctx, key, ing)).To(Succeed())
+	g.Expect(ing.Spec.TLS).To(ConsistOf(HaveField("SecretName", "shop-acme-com-tls")))
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.client.Get(ctx, key, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKey("app.yaml"))
+	secret := &corev1.Secret{}
+	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, secret)).To(Succeed())
+	g.Expect(secret.Data).To(HaveKeyWithValue("database", []byte("shop")))
+	g.Expect(secret.Data).To(HaveKeyWithValue("username", []byte("storefront")))
+	sts := &appsv1.StatefulSet{}
+	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, sts)).To(Succeed())
+	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("50Gi"))
+
+	out, err = kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml", "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 }
