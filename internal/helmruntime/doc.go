@@ -12,6 +12,16 @@
 // watches.yaml field is honoured per entry, and so that cluster-scoped kinds
 // get a real namespace for their Helm release (see [Options.ReleaseNamespace]).
 //
+// Charts that render secrets get three safeguards on top of the library:
+// Secret values are redacted from the release manifest the custom
+// resource's status shows ([NewRedactingClient]); values a chart declares in
+// Chart.yaml under [GeneratedValuesAnnotation] (passwords) are generated once
+// and then passed from the stored release to every later dry-run and
+// upgrade, so they never change and idle reconciles create no revision; and
+// drift repair stamps Helm's ownership metadata on the objects it recreates
+// and watches objects kept by helm.sh/resource-policy: keep (see
+// keptObjectWatcher).
+//
 // The usual entry point is [Run]; [NewManager] and [SetupReconcilers] are the
 // two halves of it for callers that need the manager before it starts.
 package helmruntime
