@@ -319,10 +319,10 @@ func (t *generatedValuesTranslator) resolve(ctx context.Context, obj *unstructur
 
 // randomString returns n letters and digits from crypto/rand.
 func randomString(n int) (string, error) {
-	max := big.NewInt(int64(len(generatedAlphabet)))
+	size := big.NewInt(int64(len(generatedAlphabet)))
 	b := make([]byte, n)
 	for i := range b {
-		k, err := rand.Int(rand.Reader, max)
+		k, err := rand.Int(rand.Reader, size)
 		if err != nil {
 			return "", err
 		}
