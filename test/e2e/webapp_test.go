@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,10 @@ func expectPasswordNotExposed(t *testing.T, ns, name, password string) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("ValueGenerated"), "the generation is reported, without the value")
 	g.Expect(out).NotTo(ContainSubstring(password))
+	logs, err := os.ReadFile(env.manager.logPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(logs)).To(ContainSubstring("Generated value"), "the generation is logged, without the value")
+	g.Expect(string(logs)).NotTo(ContainSubstring(password))
 }
 
 // TestWebAppLifecycle walks the minimal WebApp from the issue through its
