@@ -31,6 +31,12 @@ import (
 	"github.com/acme/platform-operator/internal/localcluster"
 )
 
+// The operator's namespace and ServiceAccount as config/default names them.
+const (
+	operatorNamespace      = "platform-operator-system"
+	operatorServiceAccount = "platform-operator-controller-manager"
+)
+
 // env is what every test in the suite shares.
 var env struct {
 	root       string // repository root
@@ -104,12 +110,21 @@ func run(m *testing.M) int {
 		panic(err)
 	}
 
-	if out, err := kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "crd")); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: installing CRDs:", err, out)
+	// Install the operator as `make deploy` does (CRDs, namespace, RBAC,
+	// Deployment; the Deployment's pods are fake on kwok). The processes
+	// under test then run as its ServiceAccount with exactly the shipped
+	// ClusterRole and Roles, so a missing permission fails the tests.
+	if out, err := kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "default")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: applying config/default:", err, out)
 		return 1
 	}
 	if out, err := kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", filepath.Join(root, "config", "crd", "bases")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: waiting for CRDs:", err, out)
+		return 1
+	}
+	operatorKubeconfig, err := serviceAccountKubeconfig(operatorNamespace, operatorServiceAccount, stateDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: kubeconfig of the operator's ServiceAccount:", err)
 		return 1
 	}
 
@@ -117,12 +132,16 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
+	leaderElection := []string{"--leader-elect", "--leader-election-namespace", operatorNamespace}
 	env.manager = &operatorProcess{
 		name: "manager", bin: managerBin, logPath: filepath.Join(logDir, "manager.log"),
-		args: []string{"--watches-file", "watches.yaml"},
+		kubeconfig: operatorKubeconfig,
+		fixedArgs:  append([]string{"--watches-file", "watches.yaml"}, leaderElection...),
 	}
 	env.extensions = &operatorProcess{
 		name: "extensions", bin: extensionsBin, logPath: filepath.Join(logDir, "extensions.log"),
+		kubeconfig: operatorKubeconfig,
+		fixedArgs:  leaderElection,
 	}
 	for _, p := range []*operatorProcess{env.manager, env.extensions} {
 		if err := p.start(); err != nil {
@@ -139,12 +158,15 @@ func run(m *testing.M) int {
 	return code
 }
 
-// operatorProcess is one of the operator's binaries, run as a process with
-// the suite's kubeconfig, plain-HTTP metrics on a free loopback port and
-// readable logs appended to logPath.
+// operatorProcess is one of the operator's binaries, run as a process as
+// the operator's ServiceAccount, in the operator's namespace (POD_NAMESPACE),
+// with plain-HTTP metrics on a free loopback port and readable logs
+// appended to logPath.
 type operatorProcess struct {
 	name, bin, logPath string
-	args               []string // extra flags
+	kubeconfig         string
+	fixedArgs          []string // flags the suite sets
+	args               []string // extra flags a test may set between stop and start
 	metricsAddr        string
 	cmd                *exec.Cmd
 	logFile            *os.File
@@ -165,10 +187,11 @@ func (p *operatorProcess) start() error {
 		"--metrics-secure=false",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--zap-devel",
-	}, p.args...)
+	}, p.fixedArgs...)
+	args = append(args, p.args...)
 	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Dir = env.root
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
 	p.cmd.Stdout = p.logFile
 	p.cmd.Stderr = p.logFile
 	if err := p.cmd.Start(); err != nil {
@@ -256,6 +279,26 @@ func kubectlIn(stdin string, args ...string) (string, error) {
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount with a token from the TokenRequest API.
+func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
+	cmd := exec.Command(env.kubectl, "create", "token", name, "-n", namespace, "--duration=24h")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	token, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("kubectl create token: %w", err)
+	}
+	cfg, err := clientcmd.LoadFromFile(env.kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Token = strings.TrimSpace(string(token))
+	}
+	path := filepath.Join(dir, "operator.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 func freePorts(n int) ([]int, error) {

@@ -29,9 +29,9 @@ var tenantGVK = schema.GroupVersionKind{Group: "tenancy.acme.com", Version: "v1a
 const (
 	tenantFinalizer  = "tenancy.acme.com/finalizer"
 	runtimeFinalizer = "uninstall-helm-release"
-	// The manager runs without POD_NAMESPACE here, so releases of the
-	// cluster-scoped NamespaceTenant are stored in "default".
-	tenantReleaseNamespace = "default"
+	// The manager runs with POD_NAMESPACE set to the operator's namespace,
+	// where releases of the cluster-scoped NamespaceTenant are stored.
+	tenantReleaseNamespace = operatorNamespace
 )
 
 func getTenant(ctx context.Context, name string) (*unstructured.Unstructured, error) {
