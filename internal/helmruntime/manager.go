@@ -1,7 +1,6 @@
 package helmruntime
 
 import (
-	"crypto/tls"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/acme/platform-operator/internal/metricsserving"
 )
 
 // NewScheme returns the scheme of the manager: the client-go built-in types
@@ -30,21 +29,7 @@ func NewScheme() *runtime.Scheme {
 // manager options: leader election, metrics server, health probes and the
 // namespaces of the cache. opts should be completed (see Options.Complete).
 func ManagerOptions(opts Options) ctrl.Options {
-	var tlsOpts []func(*tls.Config)
-	if !opts.EnableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{
-		BindAddress:   opts.MetricsBindAddress,
-		SecureServing: opts.MetricsSecure,
-		TLSOpts:       tlsOpts,
-	}
-	if opts.MetricsSecure {
-		// Only clients whose token may "get" the /metrics non-resource URL
-		// can scrape; the serving certificate is self-signed unless CertDir
-		// is set.
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
+	metricsOpts := metricsserving.Options(opts.MetricsBindAddress, opts.MetricsSecure, opts.EnableHTTP2)
 
 	return ctrl.Options{
 		Scheme:                        NewScheme(),

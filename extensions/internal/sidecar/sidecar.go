@@ -6,7 +6,6 @@
 package sidecar
 
 import (
-	"crypto/tls"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -14,8 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/acme/platform-operator/internal/metricsserving"
 )
 
 // Options are the process-level settings of the sidecar.
@@ -61,21 +60,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // NewManager creates the sidecar's manager with health and readiness
 // checks and no controllers.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manager, error) {
-	var tlsOpts []func(*tls.Config)
-	if !o.EnableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{
-		BindAddress:   o.MetricsBindAddress,
-		SecureServing: o.MetricsSecure,
-		TLSOpts:       tlsOpts,
-	}
-	if o.MetricsSecure {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
+		Metrics:                       metricsserving.Options(o.MetricsBindAddress, o.MetricsSecure, o.EnableHTTP2),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
