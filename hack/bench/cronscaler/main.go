@@ -1,0 +1,479 @@
+// Command cronscaler is the CronScaler benchmark (`make bench-cronscaler`),
+// not a test: it starts a local control plane (internal/localcluster), runs
+// bin/extensions as a process, creates N CronScalers whose jobs all fire at
+// the same minute boundary, and prints the lag from the scheduled fire to
+// the applied scale (p50/p99/max, seen by a watch on the targets, and the
+// sidecar's own lag histogram), the sidecar's CPU seconds and peak RSS over
+// the run (from /proc), and its CPU use while idle between fires.
+//
+// Targets are instances of a small custom resource with a /scale
+// subresource (no controller acts on them), so the cost measured is the
+// CronScaler controller's and the API server's, not pod churn. The clock is
+// the real one: the benchmark waits for a real minute boundary.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/acme/platform-operator/internal/localcluster"
+)
+
+var (
+	targetGVR = schema.GroupVersionResource{Group: "bench.acme.com", Version: "v1", Resource: "replicated"}
+	scalerGVR = schema.GroupVersionResource{Group: "autoscaling.acme.com", Version: "v1alpha1", Resource: "cronscalers"}
+)
+
+const ns = "bench"
+
+func main() {
+	n := flag.Int("n", 1000, "number of CronScalers (and targets)")
+	binDir := flag.String("bin-dir", "bin/k8s", "directory with etcd and kube-apiserver and the other control plane binaries")
+	extensions := flag.String("extensions", "bin/extensions", "the sidecar binary")
+	crdDir := flag.String("crd-dir", "config/crd/bases", "CRDs to install")
+	concurrency := flag.Int("concurrency", 8, "--cronscaler-max-concurrent-reconciles of the sidecar")
+	flag.Parse()
+	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cronscaler:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
+	ctx := context.Background()
+	state, err := os.MkdirTemp("", "bench-cronscaler-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	fmt.Println("starting a local control plane ...")
+	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: binDir, StateDir: filepath.Join(state, "cluster")})
+	if err != nil {
+		return fmt.Errorf("local cluster: %w", err)
+	}
+	defer cluster.Stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // the benchmark's own client is not throttled
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	if err := installCRDs(ctx, apiextclient.NewForConfigOrDie(cfg), crdDir); err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+
+	start := time.Now()
+	if err := parallel(n, func(i int) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "bench.acme.com/v1", "kind": "Replicated",
+			"metadata": map[string]any{"name": fmt.Sprintf("t%04d", i)},
+			"spec":     map[string]any{"replicas": int64(1)},
+		}}
+		_, err := dyn.Resource(targetGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating targets: %w", err)
+	}
+	fmt.Printf("created %d targets in %s\n", n, time.Since(start).Round(time.Millisecond))
+
+	side, err := startSidecar(extensionsBin, cluster.Kubeconfig, state, concurrency)
+	if err != nil {
+		return err
+	}
+	defer side.stop()
+	cpu0, _ := procCPU(side.cmd.Process.Pid)
+	runStart := time.Now()
+
+	// The jobs: "base" at minute boundary B (daily), "fire" at B+1min. The
+	// CronScalers are created just after B, so base is active (its daily
+	// fire at B is the latest) and the targets keep 1 replica; at B+1min
+	// every job fires at once. The time in between is the idle window.
+	b := time.Now().Truncate(time.Minute).Add(time.Minute)
+	if time.Until(b) < 0 {
+		b = b.Add(time.Minute)
+	}
+	fmt.Printf("waiting for the minute boundary %s to create the CronScalers ...\n", b.Format(time.TimeOnly))
+	time.Sleep(time.Until(b) + 500*time.Millisecond)
+	fire := b.Add(time.Minute)
+	base := fmt.Sprintf("%d %d * * *", b.UTC().Minute(), b.UTC().Hour())
+	sched := fmt.Sprintf("%d %d * * *", fire.UTC().Minute(), fire.UTC().Hour())
+	fmt.Printf("all jobs fire at %s (schedule %q UTC)\n", fire.UTC().Format(time.RFC3339), sched)
+
+	// Watch the targets before anything can fire.
+	w, err := dyn.Resource(targetGVR).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]time.Time{}
+	var seenMu sync.Mutex
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Modified {
+				continue
+			}
+			u := ev.Object.(*unstructured.Unstructured)
+			r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+			if r == 2 {
+				seenMu.Lock()
+				if _, ok := seen[u.GetName()]; !ok {
+					seen[u.GetName()] = time.Now()
+				}
+				seenMu.Unlock()
+			}
+		}
+	}()
+
+	start = time.Now()
+	if err := parallel(n, func(i int) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "autoscaling.acme.com/v1alpha1", "kind": "CronScaler",
+			"metadata": map[string]any{"name": fmt.Sprintf("cs%04d", i)},
+			"spec": map[string]any{
+				"scaleTargetRef": map[string]any{"apiVersion": "bench.acme.com/v1", "kind": "Replicated", "name": fmt.Sprintf("t%04d", i)},
+				"jobs": []any{
+					map[string]any{"name": "base", "schedule": base, "replicas": int64(1)},
+					map[string]any{"name": "fire", "schedule": sched, "replicas": int64(2)},
+				},
+			},
+		}}
+		_, err := dyn.Resource(scalerGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating CronScalers: %w", err)
+	}
+	fmt.Printf("created %d CronScalers in %s\n", n, time.Since(start).Round(time.Millisecond))
+
+	// Let the initial reconciles finish, then measure the idle CPU until
+	// shortly before the fire.
+	if err := waitReconciled(side, n, 60*time.Second); err != nil {
+		return err
+	}
+	idleStart := time.Now()
+	idleCPU0, _ := procCPU(side.cmd.Process.Pid)
+	time.Sleep(time.Until(fire.Add(-2 * time.Second)))
+	idleCPU1, _ := procCPU(side.cmd.Process.Pid)
+	idleWall := time.Since(idleStart)
+
+	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
+	deadline := fire.Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		seenMu.Lock()
+		done := len(seen)
+		seenMu.Unlock()
+		if done == n {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.Stop()
+	cpu1, _ := procCPU(side.cmd.Process.Pid)
+	hwm, _ := procHWM(side.cmd.Process.Pid)
+	hist, _ := side.histogram()
+
+	seenMu.Lock()
+	lags := make([]time.Duration, 0, len(seen))
+	for _, t := range seen {
+		lags = append(lags, t.Sub(fire))
+	}
+	seenMu.Unlock()
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+
+	fmt.Println()
+	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	fmt.Printf("CronScalers: %d, sidecar --cronscaler-max-concurrent-reconciles=%d\n", n, concurrency)
+	fmt.Printf("targets scaled at the fire: %d/%d\n", len(lags), n)
+	if len(lags) > 0 {
+		fmt.Printf("lag fire -> scale seen by a watch: p50 %s  p99 %s  max %s\n",
+			pct(lags, 50), pct(lags, 99), lags[len(lags)-1].Round(time.Millisecond))
+	}
+	fmt.Printf("sidecar lag histogram (cronscaler_scale_lag_seconds): %s\n", hist)
+	fmt.Printf("sidecar CPU over the run: %.2f s in %s wall (from sidecar start)\n", cpu1-cpu0, time.Since(runStart).Round(time.Second))
+	fmt.Printf("sidecar peak RSS: %.1f MiB\n", float64(hwm)/1024)
+	fmt.Printf("sidecar idle CPU between fires: %.4f s over %s = %.3f%% of a core\n",
+		idleCPU1-idleCPU0, idleWall.Round(time.Second), 100*(idleCPU1-idleCPU0)/idleWall.Seconds())
+	return nil
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	return sorted[i-1].Round(time.Millisecond)
+}
+
+// parallel runs f(0..n-1) on 16 workers and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// installCRDs creates every CRD in dir plus the benchmark's target kind,
+// and waits until they are established.
+func installCRDs(ctx context.Context, c apiextclient.Interface, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	crds := []*apiextensionsv1.CustomResourceDefinition{targetCRD()}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		crds = append(crds, crd)
+	}
+	for _, crd := range crds {
+		if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		for {
+			got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			established := false
+			for _, cond := range got.Status.Conditions {
+				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+			}
+			if established {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// targetCRD is a minimal namespaced kind with a /scale subresource.
+func targetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "replicated.bench.acme.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "bench.acme.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "replicated", Singular: "replicated", Kind: "Replicated", ListKind: "ReplicatedList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
+						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
+					},
+				}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{
+					Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+				},
+			}},
+		},
+	}
+}
+
+// sidecar is bin/extensions running against the benchmark's cluster.
+type sidecar struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+}
+
+func startSidecar(bin, kubeconfig, dir string, concurrency int) (*sidecar, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logf, err := os.Create(filepath.Join(dir, "extensions.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--metrics-bind-address", addr, "--metrics-secure=false",
+		"--health-probe-bind-address", "0", fmt.Sprintf("--cronscaler-max-concurrent-reconciles=%d", concurrency))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &sidecar{cmd: cmd, metricsAddr: addr}
+	for range 300 {
+		if _, err := s.metrics(); err == nil {
+			return s, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.stop()
+	return nil, fmt.Errorf("the sidecar did not serve metrics within 60s")
+}
+
+func (s *sidecar) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (s *sidecar) metrics() (string, error) {
+	resp, err := http.Get("http://" + s.metricsAddr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// metric sums the samples of name whose line contains every filter.
+func (s *sidecar) metric(name string, filters ...string) float64 {
+	text, err := s.metrics()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	sc := bufio.NewScanner(strings.NewReader(text))
+lines:
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		for _, f := range filters {
+			if !strings.Contains(line, f) {
+				continue lines
+			}
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		sum += v
+	}
+	return sum
+}
+
+// waitReconciled waits until the controller has reconciled at least n
+// times and then stayed quiet for two seconds.
+func waitReconciled(s *sidecar, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last, quietSince := -1.0, time.Now()
+	for time.Now().Before(deadline) {
+		v := s.metric("controller_runtime_reconcile_total", `controller="cronscaler"`)
+		if v != last {
+			last, quietSince = v, time.Now()
+		}
+		if v >= float64(n) && time.Since(quietSince) > 2*time.Second {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("the initial reconciles did not finish within %s (%v done)", timeout, last)
+}
+
+// histogram summarises the sidecar's lag histogram as cumulative counts.
+func (s *sidecar) histogram() (string, error) {
+	var b bytes.Buffer
+	for _, le := range []string{"0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"} {
+		fmt.Fprintf(&b, "<=%ss: %.0f  ", le, s.metric("cronscaler_scale_lag_seconds_bucket", fmt.Sprintf(`le="%s"`, le)))
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// procCPU is the user+system CPU seconds of a process.
+func procCPU(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// procHWM is the peak resident set size of a process in KiB.
+func procHWM(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM")
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			return strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
+		}
+	}
+	return "unknown CPU"
+}
