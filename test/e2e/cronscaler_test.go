@@ -528,9 +528,10 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 		// No such Deployment (yet).
 		{"missing-target", cronScalerManifest("missing-target", "apps/v1", "Deployment", "ghost", []cronJob{{"a", "* * * * *", 2}}, ""),
 			"TargetNotFound", "Deployment ghost not found in namespace " + ns},
-		// ConfigMaps have no /scale.
+		// ConfigMaps have no /scale; the operator's least-privilege RBAC
+		// refuses configmaps/scale before the API server would say so.
 		{"not-scalable", cronScalerManifest("not-scalable", "v1", "ConfigMap", "kube-root-ca.crt", ok, ""),
-			"TargetNotScalable", "ConfigMap kube-root-ca.crt has no /scale subresource"},
+			"TargetNotScalable", "ConfigMap kube-root-ca.crt: access to its /scale subresource is forbidden: the kind has no /scale subresource"},
 		// A kind the API server does not know.
 		{"unknown-kind", cronScalerManifest("unknown-kind", "example.com/v1", "Widget", "w", ok, ""),
 			"TargetNotScalable", "no kind Widget in example.com/v1"},

@@ -297,6 +297,15 @@ func TestReconcileReportsProblems(t *testing.T) {
 		{"bad-zone", "Europe/Atlantis", "@daily", true, ReasonInvalidSpec, `timeZone "Europe/Atlantis" is not a known IANA time zone`},
 		// The Deployment does not exist (yet): retried with backoff.
 		{"no-target", "UTC", "@daily", false, ReasonTargetNotFound, "Deployment absent not found in namespace problems"},
+		// A ConfigMap exists but has no /scale (as an admin sees it).
+		{"not-scalable", "UTC", "@daily", false, ReasonTargetNotScalable, "ConfigMap cm has no /scale subresource"},
+		// A kind the API server does not serve.
+		{"unknown-kind", "UTC", "@daily", false, ReasonTargetNotScalable, "the API server has no kind Widget in example.com/v1"},
+	}
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}})).To(Succeed())
+	targets := map[string]autoscalingv1alpha1.ScaleTargetRef{
+		"not-scalable": {APIVersion: "v1", Kind: "ConfigMap", Name: "cm"},
+		"unknown-kind": {APIVersion: "example.com/v1", Kind: "Widget", Name: "w"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,6 +317,9 @@ func TestReconcileReportsProblems(t *testing.T) {
 					TimeZone:       tc.zone,
 					Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "a", Schedule: tc.schedule, Replicas: 1}},
 				},
+			}
+			if ref, ok := targets[tc.name]; ok {
+				cs.Spec.ScaleTargetRef = ref
 			}
 			g.Expect(c.Create(ctx, cs)).To(Succeed())
 			rec := record.NewFakeRecorder(10)

@@ -111,6 +111,11 @@ func (t *scaleTarget) classify(ctx context.Context, err error) error {
 	if meta.IsNoMatchError(err) {
 		return fmt.Errorf("%w: the API server has no kind %s in %s", errTargetNotScalable, t.gvk.Kind, t.gvk.GroupVersion())
 	}
+	if apierrors.IsForbidden(err) {
+		// RBAC is checked before existence: the operator's ClusterRole
+		// grants /scale only for the kinds it knows to be scalable.
+		return fmt.Errorf("%w: %s %s: access to its /scale subresource is forbidden: the kind has no /scale subresource, or the operator's ClusterRole lacks get and patch on its <resource>/scale", errTargetNotScalable, t.gvk.Kind, t.key.Name)
+	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s: %w", t.describe(), err)
 	}
