@@ -345,3 +345,63 @@ func BenchmarkAt(b *testing.B) {
 		s.At(now)
 	}
 }
+
+// TestAgainstMinuteScan cross-checks the bisecting look-back and the next
+// fire against a plain minute-by-minute scan, for assorted schedules in
+// zones without daylight saving (where wall minutes and real minutes
+// coincide), at many instants.
+func TestAgainstMinuteScan(t *testing.T) {
+	schedules := []string{
+		"*/7 3-9 * * 1,3,5", "0 0 * * *", "15,45 * * * *", "30 23 * * 0",
+		"*/13 * * * *", "0 8-17/3 * * 1-5", "@hourly", "@weekly",
+	}
+	// Schedules that fire at least weekly, so an 8-day scan suffices.
+	const scan = 8 * 24 * time.Hour
+	zones := []string{"UTC", "Asia/Kolkata"}
+	clock := clocktesting.NewFakePassiveClock(at("2026-05-04T10:17:31Z"))
+	for _, zone := range zones {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sch := range schedules {
+			s, err := Compile(Spec{TimeZone: zone, Jobs: []Job{{Name: "j", Schedule: sch, Replicas: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := parser.Parse(sch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// matches tells whether the schedule fires at minute m (local).
+			matches := func(m time.Time) bool {
+				return parsed.Next(m.Add(-time.Second)).Equal(m)
+			}
+			for step := range 12 {
+				now := clock.Now().Add(time.Duration(step) * 397 * time.Minute).In(loc)
+				p := s.At(now)
+				// Scan back for the last fire.
+				var want time.Time
+				for m := now.Truncate(time.Minute); m.After(now.Add(-scan)); m = m.Add(-time.Minute) {
+					if matches(m) {
+						want = m
+						break
+					}
+				}
+				if !p.Jobs[0].Last.Equal(want) {
+					t.Fatalf("%s %q at %s: last %s, scan %s", zone, sch, now, p.Jobs[0].Last.In(loc), want)
+				}
+				var next time.Time
+				for m := now.Truncate(time.Minute).Add(time.Minute); m.Before(now.Add(scan)); m = m.Add(time.Minute) {
+					if matches(m) {
+						next = m
+						break
+					}
+				}
+				if !p.Jobs[0].Next.Equal(next) {
+					t.Fatalf("%s %q at %s: next %s, scan %s", zone, sch, now, p.Jobs[0].Next.In(loc), next)
+				}
+			}
+		}
+	}
+}
