@@ -109,10 +109,13 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 	if err != nil {
 		return r.targetFailed(cs, trigger, err)
 	}
+	// The original count is recorded the first time the target is read,
+	// before any change: usually on the CronScaler's first reconcile, so
+	// that the burst of work at a fire does not include it.
+	if err := r.recordOriginal(ctx, cs, t, current, job.Replicas); err != nil {
+		return r.targetFailed(cs, trigger, err)
+	}
 	if current != job.Replicas {
-		if err := r.recordOriginal(ctx, cs, t, current, job.Replicas); err != nil {
-			return r.targetFailed(cs, trigger, err)
-		}
 		if err := t.setReplicas(ctx, job.Replicas); err != nil {
 			return r.targetFailed(cs, trigger, err)
 		}
@@ -157,10 +160,10 @@ func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, trigger st
 	return err
 }
 
-// recordOriginal stores the target's count (and an HPA's maxReplicas when
-// the job raises it) in annotations on the CronScaler the first time it
-// changes them, before changing them, so that restoreOnDelete can put them
-// back.
+// recordOriginal stores the target's count in an annotation on the
+// CronScaler the first time it reads it (so before it ever changes it), and
+// an HPA's maxReplicas before a job first raises it, so that
+// restoreOnDelete can put them back.
 func (r *Reconciler) recordOriginal(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, t target, current, desired int32) error {
 	add := map[string]string{}
 	if _, ok := cs.Annotations[autoscalingv1alpha1.OriginalReplicasAnnotation]; !ok {
