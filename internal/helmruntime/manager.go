@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -39,7 +40,9 @@ func ManagerOptions(opts Options) ctrl.Options {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
-		Cache:                         cache.Options{DefaultNamespaces: CacheNamespaces(opts.WatchNamespaces)},
+		// Below the Pod's termination grace period; see shutdown.go.
+		GracefulShutdownTimeout: ptr.To(DefaultGracefulShutdownTimeout),
+		Cache:                   cache.Options{DefaultNamespaces: CacheNamespaces(opts.WatchNamespaces)},
 	}
 }
 

@@ -50,6 +50,10 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
+	// Stale pending releases are unlocked; waits end on shutdown (see pending.go).
+	if acg, err = withPendingRecovery(mgr, acg, nsFor, rw.GVK.Kind, log); err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
 
 	opts := reconcilerOptions(rw, acg, log)
 	extra, err := safetyOptions(mgr, rw, acg, nsFor, log)

@@ -7,10 +7,12 @@ package sidecar
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -68,6 +70,9 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manag
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		// Below the Pod's 30 s termination grace period, so the lease is
+		// released and the process exits before the kubelet kills it.
+		GracefulShutdownTimeout: ptr.To(20 * time.Second),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)

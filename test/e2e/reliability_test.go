@@ -1,0 +1,351 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The reliability tests of the Helm runtime use a test-only kind, HoldHook
+// (test/e2e/testdata/reliability), whose chart has a pre-install/pre-upgrade
+// hook Pod when spec.hold is true. Helm waits for that Pod to succeed, and
+// on kwok it runs until the test marks it Succeeded: that holds a Helm
+// action, and its release in pending-install or pending-upgrade, for as
+// long as a test needs. The tests run their own manager processes (same
+// binary, same ServiceAccount, leader election on) with a watches file that
+// has only this kind, so the suite's manager is not involved.
+
+var holdHookGVK = schema.GroupVersionKind{Group: "reliability.test.acme.com", Version: "v1alpha1", Kind: "HoldHook"}
+
+var setupHoldHookOnce sync.Once
+
+// setupHoldHook installs the HoldHook CRD and the RBAC the operator's
+// ServiceAccount needs for it, once per suite.
+func setupHoldHook(t *testing.T) {
+	t.Helper()
+	var err error
+	var out string
+	setupHoldHookOnce.Do(func() {
+		dir := filepath.Join("test", "e2e", "testdata", "reliability")
+		if out, err = kubectl("apply", "-f", filepath.Join(dir, "crd.yaml"), "-f", filepath.Join(dir, "rbac.yaml")); err != nil {
+			return
+		}
+		out, err = kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd/holdhooks.reliability.test.acme.com")
+	})
+	if err != nil {
+		t.Fatalf("installing the HoldHook kind: %v\n%s", err, out)
+	}
+}
+
+// startHoldHookManager starts a manager process that reconciles only
+// HoldHook objects, leader-elected on lease. It is stopped at the end of
+// the test unless the test stopped or killed it.
+func startHoldHookManager(t *testing.T, name, lease string) *operatorProcess {
+	t.Helper()
+	p := &operatorProcess{
+		name: "manager-" + name, bin: env.manager.bin,
+		logPath:    filepath.Join(filepath.Dir(env.manager.logPath), fmt.Sprintf("%s-manager-%s.log", t.Name(), name)),
+		kubeconfig: env.manager.kubeconfig,
+		fixedArgs: []string{
+			"--watches-file", filepath.Join("test", "e2e", "testdata", "reliability", "watches.yaml"),
+			"--leader-elect", "--leader-election-namespace", operatorNamespace, "--leader-election-id", lease,
+			"--max-concurrent-reconciles", "4",
+		},
+	}
+	if err := p.start(); err != nil {
+		t.Fatalf("starting %s: %v", p.name, err)
+	}
+	t.Cleanup(func() { _ = p.stop() })
+	return p
+}
+
+// killProcess kills p with SIGKILL, as the OOM killer or a node loss
+// would: no shutdown code runs and the leader lease is not released.
+func killProcess(p *operatorProcess) {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+	p.logFile.Close()
+}
+
+// applyHoldHook creates or replaces the spec of a HoldHook.
+func applyHoldHook(g Gomega, ns, name, spec string) {
+	manifest := fmt.Sprintf("apiVersion: reliability.test.acme.com/v1alpha1\nkind: HoldHook\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n%s\n",
+		name, ns, indent(spec, "  "))
+	out, err := kubectlIn(manifest, "apply", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func getHoldHook(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(holdHookGVK)
+	return u, env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+// releaseHistory returns the status of every stored revision of a release,
+// by revision, read from Helm's release Secrets.
+func releaseHistory(ctx context.Context, ns, release string) (map[int]string, error) {
+	var list corev1.SecretList
+	if err := env.client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for _, s := range list.Items {
+		v, err := strconv.Atoi(s.Labels["version"])
+		if err != nil {
+			return nil, fmt.Errorf("secret %s: version label: %w", s.Name, err)
+		}
+		out[v] = s.Labels["status"]
+	}
+	return out, nil
+}
+
+// latestRevision returns the highest revision of history and its status.
+func latestRevision(history map[int]string) (int, string) {
+	latest := 0
+	for v := range history {
+		latest = max(latest, v)
+	}
+	return latest, history[latest]
+}
+
+func describeHistory(history map[int]string) string {
+	var vs []int
+	for v := range history {
+		vs = append(vs, v)
+	}
+	sort.Ints(vs)
+	var parts []string
+	for _, v := range vs {
+		parts = append(parts, fmt.Sprintf("%d:%s", v, history[v]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// completeHoldHooks marks the running hook Pods of ns Succeeded, as their
+// container would when it finishes; Helm's wait for the hook then ends.
+func completeHoldHooks(ctx context.Context, ns string) error {
+	var pods corev1.PodList
+	if err := env.client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"reliability.acme.com/hold-hook": "true"}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		if err := env.client.Status().Update(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdHookMessage returns the message the release's ConfigMap serves.
+func holdHookMessage(ctx context.Context, ns, name string) (string, error) {
+	var cm corev1.ConfigMap
+	if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-holdhook"}, &cm); err != nil {
+		return "", err
+	}
+	return cm.Data["message"], nil
+}
+
+// expectHoldHookConverged waits until the HoldHook's release is deployed
+// with message, completing hook Pods meanwhile, and returns how long it
+// took.
+func expectHoldHookConverged(t *testing.T, ns, name, message string, timeout time.Duration) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(completeHoldHooks(ctx, ns)).To(Succeed())
+		u, err := getHoldHook(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, _, msg := condition(u, "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+		h, err := releaseHistory(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, latest := latestRevision(h)
+		g.Expect(latest).To(Equal("deployed"), describeHistory(h))
+		got, err := holdHookMessage(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(message))
+	}).WithTimeout(timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+	return time.Since(start)
+}
+
+// expectPending waits until the latest revision of a release is in status.
+func expectPending(t *testing.T, ns, name, status string) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Eventually(func(g Gomega) {
+		h, err := releaseHistory(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, latest := latestRevision(h)
+		g.Expect(latest).To(Equal(status), describeHistory(h))
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+// eventsWithReason returns the messages of the Events of reason about the
+// object name in ns.
+func eventsWithReason(ctx context.Context, ns, name, reason string) ([]string, error) {
+	var list corev1.EventList
+	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Type+": "+e.Message)
+		}
+	}
+	return out, nil
+}
+
+// TestReliabilityKillMidAction (issue scenario 1): the runtime is killed
+// with SIGKILL while one release is pending-install and another
+// pending-upgrade. A new process takes the lease when it expires, unlocks
+// both (they were started before it became the leader), says so in an
+// Event and the Recovered condition, and converges both to their spec
+// within 60 s of the restart, with no manual step.
+func TestReliabilityKillMidAction(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	setupHoldHook(t)
+	const ns, lease = "e2e-rel-kill", "reliability-kill.acme.com"
+	createNamespace(t, ns)
+	first := startHoldHookManager(t, "first", lease)
+
+	t.Log("a release is installed at v1")
+	applyHoldHook(g, ns, "upgraded", "message: v1")
+	expectHoldHookConverged(t, ns, "upgraded", "v1", 60*time.Second)
+
+	t.Log("an upgrade to v2 and an install are held by their hooks: pending-upgrade and pending-install")
+	applyHoldHook(g, ns, "upgraded", "message: v2\nhold: true")
+	applyHoldHook(g, ns, "installed", "message: fresh\nhold: true")
+	expectPending(t, ns, "upgraded", "pending-upgrade")
+	expectPending(t, ns, "installed", "pending-install")
+
+	t.Log("kill -9 the runtime; the releases stay pending")
+	killProcess(first)
+	for _, name := range []string{"upgraded", "installed"} {
+		h, err := releaseHistory(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, latest := latestRevision(h)
+		g.Expect(latest).To(HavePrefix("pending-"), describeHistory(h))
+	}
+
+	t.Log("restart: both converge to their spec within 60 s")
+	restart := time.Now()
+	startHoldHookManager(t, "second", lease)
+	var wg sync.WaitGroup
+	took := map[string]time.Duration{}
+	var mu sync.Mutex
+	for name, msg := range map[string]string{"upgraded": "v2", "installed": "fresh"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := expectHoldHookConverged(t, ns, name, msg, 60*time.Second)
+			mu.Lock()
+			took[name] = d
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	t.Logf("converged after restart: pending-upgrade in %s, pending-install in %s (restart at %s)",
+		took["upgraded"].Round(100*time.Millisecond), took["installed"].Round(100*time.Millisecond), restart.Format(time.RFC3339))
+
+	t.Log("the Recovered condition and a Warning Event say what happened; the stale revision is kept as failed")
+	for name, state := range map[string]string{"upgraded": "pending-upgrade", "installed": "pending-install"} {
+		u, err := getHoldHook(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, reason, msg := condition(u, "Recovered")
+		g.Expect(status).To(Equal("True"))
+		g.Expect(reason).To(Equal("PendingReleaseUnlocked"))
+		g.Expect(msg).To(ContainSubstring("left " + state))
+		g.Expect(msg).To(ContainSubstring("before this process became the leader"))
+		t.Logf("%s Recovered: %s", name, msg)
+		g.Eventually(func() ([]string, error) { return eventsWithReason(ctx, ns, name, "PendingReleaseUnlocked") }).
+			WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("Warning: Unlocked: ")))
+		h, err := releaseHistory(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Logf("%s history: %s", name, describeHistory(h))
+		g.Expect(h).NotTo(ContainElement(HavePrefix("pending-")), describeHistory(h))
+	}
+	// The unlocked upgrade stays failed; the unlocked install was the
+	// release's current revision, so the upgrade that followed superseded it.
+	h, err := releaseHistory(ctx, ns, "upgraded")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h).To(Equal(map[int]string{1: "superseded", 2: "failed", 3: "deployed"}))
+	h, err = releaseHistory(ctx, ns, "installed")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h).To(Equal(map[int]string{1: "superseded", 2: "deployed"}))
+}
+
+// TestReliabilityGracefulShutdown (issue scenario 2): SIGTERM while Helm
+// waits for a hook ends the action at once: the release ends failed (the
+// upgrade is then rolled back, the install uninstalled), never pending,
+// and the process exits well within the Pod's 30 s termination grace
+// period. The next process converges both.
+func TestReliabilityGracefulShutdown(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	setupHoldHook(t)
+	const ns, lease = "e2e-rel-sigterm", "reliability-sigterm.acme.com"
+	createNamespace(t, ns)
+	first := startHoldHookManager(t, "first", lease)
+
+	applyHoldHook(g, ns, "upgraded", "message: v1")
+	expectHoldHookConverged(t, ns, "upgraded", "v1", 60*time.Second)
+	applyHoldHook(g, ns, "upgraded", "message: v2\nhold: true")
+	applyHoldHook(g, ns, "installed", "message: fresh\nhold: true")
+	expectPending(t, ns, "upgraded", "pending-upgrade")
+	expectPending(t, ns, "installed", "pending-install")
+
+	t.Log("SIGTERM during both actions: the process exits within the grace period")
+	start := time.Now()
+	g.Expect(first.stop()).To(Succeed())
+	stopped := time.Since(start)
+	t.Logf("stopped %s after SIGTERM", stopped.Round(100*time.Millisecond))
+	g.Expect(stopped).To(BeNumerically("<", 30*time.Second))
+
+	t.Log("no release is left pending; the upgrade was rolled back and v1 keeps serving")
+	h, err := releaseHistory(ctx, ns, "upgraded")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("upgraded: %s", describeHistory(h))
+	g.Expect(h).NotTo(ContainElement(HavePrefix("pending-")), describeHistory(h))
+	g.Expect(h[2]).To(Equal("failed"), describeHistory(h))
+	_, latest := latestRevision(h)
+	g.Expect(latest).To(Equal("deployed"), describeHistory(h))
+	g.Expect(holdHookMessage(ctx, ns, "upgraded")).To(Equal("v1"))
+	h, err = releaseHistory(ctx, ns, "installed")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("installed: %s", describeHistory(h))
+	g.Expect(h).NotTo(ContainElement(HavePrefix("pending-")), describeHistory(h))
+
+	t.Log("the next process converges both")
+	startHoldHookManager(t, "second", lease)
+	expectHoldHookConverged(t, ns, "upgraded", "v2", 60*time.Second)
+	expectHoldHookConverged(t, ns, "installed", "fresh", 60*time.Second)
+}
