@@ -1,9 +1,10 @@
 package chartrender
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -360,57 +361,22 @@ func TestNamespaceTenantDeterministic(t *testing.T) {
 func TestNamespaceTenantSchemaMatchesValues(t *testing.T) {
 	values := loadJSONish(t, filepath.Join(tenantChartDir, "values.yaml"))
 	schema := loadJSONish(t, filepath.Join(tenantChartDir, "values.schema.json"))
-	var problems []string
-
-	// Every leaf of values.yaml has a schema property whose default is
-	// exactly its value; every schema property is in values.yaml, except
-	// the required ones, which have no default on purpose.
-	var walk func(path string, vals map[string]interface{}, node map[string]interface{})
-	walk = func(path string, vals map[string]interface{}, node map[string]interface{}) {
-		props, _ := node["properties"].(map[string]interface{})
-		required := map[string]bool{}
-		for _, r := range asSlice(node["required"]) {
-			required[r.(string)] = true
-		}
-		for k, v := range vals {
-			p := path + "." + k
-			prop, ok := props[k].(map[string]interface{})
-			switch {
-			case !ok:
-				problems = append(problems, p+": in values.yaml but not in the schema")
-				continue
-			case required[k]:
-				problems = append(problems, p+": required, so it must not have a value in values.yaml")
-				continue
-			}
-			if sub, isMap := v.(map[string]interface{}); isMap && prop["properties"] != nil {
-				walk(p, sub, prop)
-				continue
-			}
-			def, has := prop["default"]
-			switch {
-			case !has:
-				problems = append(problems, p+": schema has no default")
-			case !reflect.DeepEqual(def, v):
-				problems = append(problems, fmt.Sprintf("%s: schema default %#v, values.yaml %#v", p, def, v))
-			}
-		}
-		for k, prop := range props {
-			if _, ok := vals[k]; ok {
-				continue
-			}
-			if !required[k] {
-				problems = append(problems, path+"."+k+": in the schema but not in values.yaml")
-			}
-			if _, has := prop.(map[string]interface{})["default"]; has {
-				problems = append(problems, path+"."+k+": required with a default, so never really required")
-			}
-		}
-	}
-	walk("", values, schema)
-	if len(problems) > 0 {
+	if problems := schemaValuesProblems(values, schema); len(problems) > 0 {
 		sort.Strings(problems)
 		t.Errorf("schema and values.yaml disagree:\n  %s", strings.Join(problems, "\n  "))
+	}
+}
+
+func TestNamespaceTenantSchemaContract(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(tenantChartDir, "values.schema.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var schema map[string]interface{}
+	g.Expect(json.Unmarshal(raw, &schema)).To(Succeed())
+	g.Expect(schema["required"]).To(ConsistOf("namespaceName", "adminUsername"))
+	if problems := schemaContractProblems(schema); len(problems) > 0 {
+		sort.Strings(problems)
+		t.Errorf("schema breaks the contract:\n  %s", strings.Join(problems, "\n  "))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -716,40 +715,7 @@ func loadJSONish(t *testing.T, path string) map[string]interface{} {
 func TestNginxSchemaMatchesValues(t *testing.T) {
 	values := loadJSONish(t, filepath.Join(nginxChartDir, "values.yaml"))
 	schema := loadJSONish(t, filepath.Join(nginxChartDir, "values.schema.json"))
-	var problems []string
-
-	// Every leaf of values.yaml has a schema property whose default is
-	// exactly its value; every schema property exists in values.yaml.
-	var walk func(path string, vals map[string]interface{}, node map[string]interface{})
-	walk = func(path string, vals map[string]interface{}, node map[string]interface{}) {
-		props, _ := node["properties"].(map[string]interface{})
-		for k, v := range vals {
-			p := path + "." + k
-			prop, ok := props[k].(map[string]interface{})
-			if !ok {
-				problems = append(problems, p+": in values.yaml but not in the schema")
-				continue
-			}
-			if sub, isMap := v.(map[string]interface{}); isMap && prop["properties"] != nil {
-				walk(p, sub, prop)
-				continue
-			}
-			def, has := prop["default"]
-			switch {
-			case !has:
-				problems = append(problems, p+": schema has no default")
-			case !reflect.DeepEqual(def, v):
-				problems = append(problems, fmt.Sprintf("%s: schema default %#v, values.yaml %#v", p, def, v))
-			}
-		}
-		for k := range props {
-			if _, ok := vals[k]; !ok {
-				problems = append(problems, path+"."+k+": in the schema but not in values.yaml")
-			}
-		}
-	}
-	walk("", values, schema)
-	if len(problems) > 0 {
+	if problems := schemaValuesProblems(values, schema); len(problems) > 0 {
 		sort.Strings(problems)
 		t.Errorf("schema and values.yaml disagree:\n  %s", strings.Join(problems, "\n  "))
 	}
@@ -761,79 +727,10 @@ func TestNginxSchemaContract(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var schema map[string]interface{}
 	g.Expect(json.Unmarshal(raw, &schema)).To(Succeed())
-
 	g.Expect(schema["$schema"]).To(Equal("http://json-schema.org/draft-07/schema#"))
 	g.Expect(schema["type"]).To(Equal("object"))
 	g.Expect(schema["additionalProperties"]).To(BeFalse())
-
-	allowed := map[string]bool{}
-	for _, k := range []string{"$schema", "description", "type", "default", "enum", "minimum", "maximum",
-		"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "required", "properties", "items",
-		"additionalProperties", "$ref", "definitions", "anyOf",
-		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields",
-		"x-kubernetes-list-type", "x-kubernetes-list-map-keys"} {
-		allowed[k] = true
-	}
-	types := map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true}
-	intOrString := []interface{}{map[string]interface{}{"type": "integer"}, map[string]interface{}{"type": "string"}}
-
-	var problems []string
-	// check walks a schema node; isProperty says it is a named property,
-	// which needs a description.
-	var check func(path string, node map[string]interface{}, isProperty bool)
-	check = func(path string, node map[string]interface{}, isProperty bool) {
-		bad := func(format string, args ...interface{}) {
-			problems = append(problems, path+": "+fmt.Sprintf(format, args...))
-		}
-		for k := range node {
-			if !allowed[k] {
-				bad("keyword %q is outside the CRD generator's subset", k)
-			}
-		}
-		if d, _ := node["description"].(string); isProperty && len(strings.TrimSpace(d)) < 10 {
-			bad("needs a real description")
-		}
-		if f, ok := node["format"]; ok && f != "hostname" {
-			bad("format %v is not one the CRD uses", f)
-		}
-		if anyOf, ok := node["anyOf"]; ok {
-			if node["x-kubernetes-int-or-string"] != true || !reflect.DeepEqual(anyOf, intOrString) || node["type"] != nil {
-				bad("anyOf is only allowed as the int-or-string form without type")
-			}
-		} else if node["$ref"] == nil {
-			t, _ := node["type"].(string)
-			if !types[t] {
-				bad("type %v not allowed", node["type"])
-			}
-		}
-		if node["type"] == "object" {
-			props, hasProps := node["properties"].(map[string]interface{})
-			ap, hasAP := node["additionalProperties"]
-			preserve := node["x-kubernetes-preserve-unknown-fields"] == true
-			switch {
-			case hasProps && ap != false:
-				bad("object with properties must set additionalProperties: false")
-			case !hasProps && !hasAP && !preserve:
-				bad("free-form object needs additionalProperties or x-kubernetes-preserve-unknown-fields")
-			}
-			for name, p := range props {
-				check(path+"."+name, p.(map[string]interface{}), true)
-			}
-			if apSchema, ok := ap.(map[string]interface{}); ok {
-				check(path+".<key>", apSchema, false)
-			}
-		}
-		if items, ok := node["items"].(map[string]interface{}); ok {
-			check(path+"[]", items, false)
-		}
-		if defs, ok := node["definitions"].(map[string]interface{}); ok {
-			for name, d := range defs {
-				check(path+"#/definitions/"+name, d.(map[string]interface{}), true)
-			}
-		}
-	}
-	check("", schema, false)
-	if len(problems) > 0 {
+	if problems := schemaContractProblems(schema); len(problems) > 0 {
 		sort.Strings(problems)
 		t.Errorf("schema breaks the contract:\n  %s", strings.Join(problems, "\n  "))
 	}

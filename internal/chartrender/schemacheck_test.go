@@ -73,7 +73,8 @@ func schemaContractProblems(schema map[string]interface{}) []string {
 	for _, k := range []string{"$schema", "description", "type", "default", "enum", "minimum", "maximum",
 		"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "required", "properties", "items",
 		"additionalProperties", "$ref", "definitions", "anyOf",
-		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-validations"} {
+		"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-validations",
+		"x-kubernetes-list-type", "x-kubernetes-list-map-keys"} {
 		allowed[k] = true
 	}
 	types := map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true}
