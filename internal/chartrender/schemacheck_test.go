@@ -2,13 +2,43 @@ package chartrender
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
+	"testing"
 )
 
-// Chart-independent checks of a chart's values.schema.json, shared by the
-// chart tests. Both return human-readable problems; none means the check
-// passed.
+// Chart-independent checks of a chart's values.schema.json, run for every
+// chart by TestChartSchemas. Both return human-readable problems; none
+// means the check passed.
+
+// TestChartSchemas checks every chart under helm-charts: values.yaml and
+// the schema agree, and the schema keeps the CRD generator's contract.
+func TestChartSchemas(t *testing.T) {
+	charts, err := filepath.Glob("../../helm-charts/*/values.schema.json")
+	if err != nil || len(charts) == 0 {
+		t.Fatalf("no chart schemas found: %v", err)
+	}
+	for _, schemaPath := range charts {
+		dir := filepath.Dir(schemaPath)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			values := loadJSONish(t, filepath.Join(dir, "values.yaml"))
+			schema := loadJSONish(t, schemaPath)
+			var problems []string
+			for _, p := range schemaValuesProblems(values, schema) {
+				problems = append(problems, "values: "+p)
+			}
+			for _, p := range schemaContractProblems(schema) {
+				problems = append(problems, "contract: "+p)
+			}
+			if len(problems) > 0 {
+				sort.Strings(problems)
+				t.Errorf("%s:\n  %s", schemaPath, strings.Join(problems, "\n  "))
+			}
+		})
+	}
+}
 
 // schemaValuesProblems checks that values.yaml and the schema agree: every
 // leaf of values.yaml has a schema property whose default is exactly its
