@@ -24,8 +24,10 @@ const (
 	// /readyz endpoints.
 	DefaultHealthProbeBindAddress = ":8081"
 	// DefaultReconcilePeriod is the default resync period of a release whose
-	// watch sets no reconcilePeriod.
-	DefaultReconcilePeriod = time.Minute
+	// watch sets no reconcilePeriod. The resync is a safety net (spec edits
+	// and drift of rendered objects are watched), jittered per resource
+	// (see ResyncJitter), so it can be long.
+	DefaultReconcilePeriod = time.Hour
 	// DefaultMaxReleaseHistory is the default number of Helm release revisions
 	// kept per release.
 	DefaultMaxReleaseHistory = 10

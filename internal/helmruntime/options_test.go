@@ -38,7 +38,7 @@ func TestDefaultOptions(t *testing.T) {
 	g.Expect(o.MetricsSecure).To(BeTrue())                                    // authn/authz-guarded HTTPS
 	g.Expect(o.EnableHTTP2).To(BeFalse())                                     // HTTP/1.1 only
 	g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))                     // /healthz, /readyz
-	g.Expect(o.ReconcilePeriod).To(Equal(time.Minute))                        // fallback resync period
+	g.Expect(o.ReconcilePeriod).To(Equal(time.Hour))                          // fallback resync period
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(runtime.NumCPU()))           // fallback parallelism
 	g.Expect(o.MaxReleaseHistory).To(Equal(10))                               // revisions kept
 	g.Expect(o.ReleaseNamespace).To(BeEmpty())                                // resolved by Complete

@@ -50,12 +50,19 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
+	// Unchanged releases skip the dry-run upgrade (see digest.go).
+	acg = withReleaseDigests(acg, rw.GVK.Kind, log.WithName("release-digest").WithValues("kind", rw.GVK.Kind))
 	// Stale pending releases are unlocked; waits end on shutdown (see pending.go).
 	if acg, err = withPendingRecovery(mgr, acg, nsFor, rw.GVK.Kind, log); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
 
 	opts := reconcilerOptions(rw, acg, log)
+	resync, err := resyncOptions(mgr.GetCache(), rw) // jittered, see resync.go
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	opts = append(opts, resync...)
 	extra, err := safetyOptions(mgr, rw, acg, nsFor, log)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
