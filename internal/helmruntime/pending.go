@@ -210,7 +210,7 @@ func (g *recoveringActionClientGetter) ActionClientFor(ctx context.Context, obj 
 	if err := g.unlockIfStale(ctx, ac, obj, key); err != nil {
 		return nil, err
 	}
-	return &trackingActionClient{ActionInterface: ac, key: key, activity: g.rec.activity}, nil
+	return &trackingActionClient{ActionInterface: ac, key: key, activity: g.rec.activity, obj: obj, recorder: g.recorder}, nil
 }
 
 // unlockIfStale marks the latest revision of obj's release failed when it
@@ -295,17 +295,34 @@ func (g *recoveringActionClientGetter) setRecoveredCondition(ctx context.Context
 
 // trackingActionClient records the actions that may write a release
 // revision, so that recovery never unlocks a release this process is
-// working on.
+// working on. It also reports failed actions as Warning Events on the
+// custom resource (the library only sets conditions), and says in the
+// error of a failed upgrade that the library rolled the release back.
 type trackingActionClient struct {
 	helmclient.ActionInterface
 	key      string
 	activity *releaseActivity
+	obj      client.Object
+	recorder record.EventRecorder
 }
+
+// Reasons of the Warning Events of failed actions.
+const (
+	ReasonInstallFailed       = "InstallFailed"
+	ReasonUpgradeFailed       = "UpgradeFailed"
+	ReasonUpgradeDryRunFailed = "UpgradeDryRunFailed"
+	ReasonUninstallFailed     = "UninstallFailed"
+)
 
 // Install installs the release, tracked.
 func (c *trackingActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
-	defer c.activity.begin(c.key)()
-	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	end := c.activity.begin(c.key)
+	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	end()
+	if err != nil {
+		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonInstallFailed, "Install of release %s failed (retried with backoff): %v", c.key, err)
+	}
+	return rel, err
 }
 
 // Upgrade upgrades the release, tracked unless it is a dry run.
@@ -316,16 +333,64 @@ func (c *trackingActionClient) Upgrade(name, namespace string, chrt *chart.Chart
 			return nil, err
 		}
 	}
-	if !probe.DryRun {
-		defer c.activity.begin(c.key)()
+	if probe.DryRun {
+		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+		if err != nil {
+			c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUpgradeDryRunFailed, "Rendering release %s for the current spec failed (retried with backoff): %v", c.key, err)
+		}
+		return rel, err
 	}
-	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	before := c.lastVersion(name)
+	end := c.activity.begin(c.key)
+	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	end()
+	if err != nil {
+		err = c.describeRollback(name, before, err)
+		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUpgradeFailed, "Upgrade of release %s failed (retried with backoff): %v", c.key, err)
+	}
+	return rel, err
+}
+
+// describeRollback adds to the error of a failed upgrade that the library
+// rolled the release back (it does so when Helm recorded the failed
+// revision), and to which revision.
+// before is the latest revision before the upgrade: a failed upgrade
+// stores before+1, its rollback before+2.
+func (c *trackingActionClient) describeRollback(name string, before int, err error) error {
+	cfg := c.Config()
+	if cfg == nil || cfg.Releases == nil {
+		return err
+	}
+	last, lerr := cfg.Releases.Last(name)
+	if lerr != nil || last.Info == nil || last.Version < before+2 ||
+		last.Info.Status != release.StatusDeployed || !strings.HasPrefix(last.Info.Description, "Rollback to ") {
+		return err
+	}
+	return fmt.Errorf("%w; rolled back to the last deployed revision (%s, now revision %d), which keeps serving", err, last.Info.Description, last.Version)
+}
+
+// lastVersion returns the latest stored revision of name, 0 when unknown.
+func (c *trackingActionClient) lastVersion(name string) int {
+	cfg := c.Config()
+	if cfg == nil || cfg.Releases == nil {
+		return 0
+	}
+	last, err := cfg.Releases.Last(name)
+	if err != nil {
+		return 0
+	}
+	return last.Version
 }
 
 // Uninstall uninstalls the release, tracked.
 func (c *trackingActionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
-	defer c.activity.begin(c.key)()
-	return c.ActionInterface.Uninstall(name, opts...)
+	end := c.activity.begin(c.key)
+	resp, err := c.ActionInterface.Uninstall(name, opts...)
+	end()
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUninstallFailed, "Uninstall of release %s failed (retried with backoff): %v", c.key, err)
+	}
+	return resp, err
 }
 
 // recoveries holds the pendingRecovery of each manager, shared by the
