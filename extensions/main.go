@@ -26,12 +26,8 @@ func main() {
 	// Flags of the extension controllers are registered here.
 	tenantOpts := tenant.DefaultOptions()
 	tenantOpts.BindFlags(pflag.CommandLine)
-	cronOpts := cronscaler.Options{}
-	pflag.IntVar(&cronOpts.MaxConcurrentReconciles, "cronscaler-max-concurrent-reconciles", 8,
-		"CronScalers reconciled in parallel (many firing in the same minute need several).")
-	pflag.DurationVar(&cronOpts.ClockOffset, "cronscaler-clock-offset", 0,
-		"TESTING AID, never set in production: shifts the CronScaler controller's clock by this duration.")
-	_ = pflag.CommandLine.MarkHidden("cronscaler-clock-offset")
+	cronOpts := cronscaler.DefaultOptions()
+	cronOpts.BindFlags(pflag.CommandLine)
 
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)

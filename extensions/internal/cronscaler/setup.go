@@ -3,6 +3,7 @@ package cronscaler
 import (
 	"context"
 	"fmt"
+	"github.com/spf13/pflag"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,6 +36,20 @@ type Options struct {
 	// end-to-end tests reach a schedule's fire time without waiting for it.
 	// Zero in production.
 	ClockOffset time.Duration
+}
+
+// DefaultOptions returns the options used when no flag is given.
+func DefaultOptions() Options {
+	return Options{MaxConcurrentReconciles: 8}
+}
+
+// BindFlags registers the controller's flags; call it on DefaultOptions.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.MaxConcurrentReconciles, "cronscaler-max-concurrent-reconciles", o.MaxConcurrentReconciles,
+		"CronScalers reconciled in parallel (many firing in the same minute need several).")
+	fs.DurationVar(&o.ClockOffset, "cronscaler-clock-offset", o.ClockOffset,
+		"TESTING AID, never set in production: shifts the CronScaler controller's clock by this duration.")
+	_ = fs.MarkHidden("cronscaler-clock-offset")
 }
 
 // SetupWithManager registers the CronScaler controller: the index of
