@@ -83,9 +83,19 @@ test-integration: cluster-binaries ## Integration tests against a real etcd + ku
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
 
+.PHONY: test-reliability
+test-reliability: cluster-binaries build ## Reliability scenarios at full length (docs/reliability.md): retries counted over 10 minutes, leader failover with a second replica pair.
+	RELIABILITY_LONG=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 60m ./test/e2e/... -run 'TestReliability' -v
+
 .PHONY: bench-cronscaler
 bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronScalers firing in the same minute on a local cluster; prints lag, CPU and RSS.
 	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
+
+.PHONY: bench
+bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark (not a test): our Helm runtime against helm-operator-plugins `run` and operator-sdk's helm-operator, N=100,500,1000 (QUICK=1: N=200, 2-minute idle; BENCH_ARGS=... passes flags).
+	go run ./hack/bench/runtime --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager \
+	  --helm-operator-plugins $(LOCALBIN)/helm-operator-plugins --sdk-helm-operator $(LOCALBIN)/helm-operator \
+	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 ##@ Build
 
@@ -232,6 +242,13 @@ $(HELM): hack/tools/helm/go.mod
 
 $(KUSTOMIZE): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+# Peers of the runtime benchmark (make bench), built from pinned modules.
+$(LOCALBIN)/helm-operator-plugins: hack/tools/helm-operator-plugins/go.mod
+	cd hack/tools/helm-operator-plugins && go build -o $@ github.com/operator-framework/helm-operator-plugins
+
+$(LOCALBIN)/helm-operator: hack/tools/sdk-helm-operator/go.mod
+	cd hack/tools/sdk-helm-operator && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/helm-operator
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

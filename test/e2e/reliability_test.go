@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -720,4 +721,61 @@ func TestReliabilityInvalidInputCorpus(t *testing.T) {
 	for _, e := range events.Items {
 		g.Expect(names).NotTo(HaveKey(e.InvolvedObject.Name), "Event %s: %s", e.Reason, e.Message)
 	}
+}
+
+// leaseHolder returns the holder identity of a leader election Lease in
+// the operator's namespace, "" when there is none.
+func leaseHolder(ctx context.Context, name string) (string, error) {
+	var l coordinationv1.Lease
+	if err := env.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &l); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}
+
+// TestReliabilityManagerFailover (issue scenario 3, Helm runtime): two
+// replicas of the runtime; the leader is killed with SIGKILL while a
+// release is pending-upgrade. The standby takes the lease within 20 s,
+// unlocks the release the dead leader left pending and converges it. The
+// upgrade runs once on the new leader: the history shows exactly one
+// failed (unlocked) revision and one deployed revision after it.
+func TestReliabilityManagerFailover(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	setupHoldHook(t)
+	const ns, lease = "e2e-rel-failover", "reliability-failover.acme.com"
+	createNamespace(t, ns)
+
+	leader := startHoldHookManager(t, "a", lease)
+	var leaderID string
+	g.Eventually(func() (string, error) {
+		var err error
+		leaderID, err = leaseHolder(ctx, lease)
+		return leaderID, err
+	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+	startHoldHookManager(t, "b", lease)
+	t.Logf("replica a leads (%s); replica b is on standby", leaderID)
+
+	applyHoldHook(g, ns, "web", "message: v1")
+	expectHoldHookConverged(t, ns, "web", "v1", 60*time.Second)
+	applyHoldHook(g, ns, "web", "message: v2\nhold: true")
+	expectPending(t, ns, "web", "pending-upgrade")
+
+	t.Log("kill -9 the leader: the standby takes over within 20 s")
+	killProcess(leader)
+	killed := time.Now()
+	g.Eventually(func() (string, error) { return leaseHolder(ctx, lease) }).
+		WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(leaderID))
+	takeover := time.Since(killed)
+	t.Logf("standby took the lease %s after the kill", takeover.Round(100*time.Millisecond))
+	g.Expect(takeover).To(BeNumerically("<=", 20*time.Second))
+
+	converged := expectHoldHookConverged(t, ns, "web", "v2", 60*time.Second)
+	t.Logf("the pending upgrade converged %s after the takeover", converged.Round(100*time.Millisecond))
+	h, err := releaseHistory(ctx, ns, "web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h).To(Equal(map[int]string{1: "superseded", 2: "failed", 3: "deployed"}), describeHistory(h))
 }
