@@ -91,6 +91,12 @@ test-reliability: cluster-binaries build ## Reliability scenarios at full length
 bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronScalers firing in the same minute on a local cluster; prints lag, CPU and RSS.
 	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
 
+.PHONY: bench
+bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark (not a test): our Helm runtime against helm-operator-plugins `run` and operator-sdk's helm-operator, N=100,500,1000 (QUICK=1: N=200, 2-minute idle; BENCH_ARGS=... passes flags).
+	go run ./hack/bench/runtime --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager \
+	  --helm-operator-plugins $(LOCALBIN)/helm-operator-plugins --sdk-helm-operator $(LOCALBIN)/helm-operator \
+	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: build
@@ -236,6 +242,13 @@ $(HELM): hack/tools/helm/go.mod
 
 $(KUSTOMIZE): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+# Peers of the runtime benchmark (make bench), built from pinned modules.
+$(LOCALBIN)/helm-operator-plugins: hack/tools/helm-operator-plugins/go.mod
+	cd hack/tools/helm-operator-plugins && go build -o $@ github.com/operator-framework/helm-operator-plugins
+
+$(LOCALBIN)/helm-operator: hack/tools/sdk-helm-operator/go.mod
+	cd hack/tools/sdk-helm-operator && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/helm-operator
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

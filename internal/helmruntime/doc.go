@@ -22,6 +22,14 @@
 // and watches objects kept by helm.sh/resource-policy: keep (see
 // keptObjectWatcher).
 //
+// Idle cost: the library renders and server-side dry-runs every release on
+// every reconcile. Releases record a digest of their chart and final
+// values ([ReleaseDigestLabel]), and a dry-run whose digest matches the
+// deployed release is answered without rendering (charts calling lookup
+// are always rendered). Periodic resyncs are a per-resource jittered safety
+// net ([ResyncJitter], one hour by default): spec edits and drift of the
+// rendered objects are watched.
+//
 // The usual entry point is [Run]; [NewManager] and [SetupReconcilers] are the
 // two halves of it for callers that need the manager before it starts.
 package helmruntime

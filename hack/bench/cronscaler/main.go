@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -26,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,8 +40,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
+	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
 	"github.com/acme/platform-operator/internal/localcluster"
 )
 
@@ -87,7 +85,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	cfg.QPS, cfg.Burst = -1, 0 // the benchmark's own client is not throttled
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
-	if err := installCRDs(ctx, apiextclient.NewForConfigOrDie(cfg), crdDir); err != nil {
+	if err := benchkit.InstallCRDs(ctx, apiextclient.NewForConfigOrDie(cfg), crdDir, targetCRD()); err != nil {
 		return err
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -95,7 +93,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	}
 
 	start := time.Now()
-	if err := parallel(n, func(i int) error {
+	if err := benchkit.Parallel(n, 16, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "bench.acme.com/v1", "kind": "Replicated",
 			"metadata": map[string]any{"name": fmt.Sprintf("t%04d", i)},
@@ -113,7 +111,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		return err
 	}
 	defer side.stop()
-	cpu0, _ := procCPU(side.cmd.Process.Pid)
+	cpu0, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
 	runStart := time.Now()
 
 	// The jobs: "base" at minute boundary B (daily), "fire" at B+1min. The
@@ -156,7 +154,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	}()
 
 	start = time.Now()
-	if err := parallel(n, func(i int) error {
+	if err := benchkit.Parallel(n, 16, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "autoscaling.acme.com/v1alpha1", "kind": "CronScaler",
 			"metadata": map[string]any{"name": fmt.Sprintf("cs%04d", i)},
@@ -181,9 +179,9 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		return err
 	}
 	idleStart := time.Now()
-	idleCPU0, _ := procCPU(side.cmd.Process.Pid)
+	idleCPU0, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
 	time.Sleep(time.Until(fire.Add(-2 * time.Second)))
-	idleCPU1, _ := procCPU(side.cmd.Process.Pid)
+	idleCPU1, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
 	idleWall := time.Since(idleStart)
 
 	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
@@ -198,8 +196,8 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	w.Stop()
-	cpu1, _ := procCPU(side.cmd.Process.Pid)
-	hwm, _ := procHWM(side.cmd.Process.Pid)
+	cpu1, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
+	hwm, _ := benchkit.ProcPeakRSS(side.cmd.Process.Pid)
 	hist, _ := side.histogram()
 
 	seenMu.Lock()
@@ -211,94 +209,18 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 
 	fmt.Println()
-	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchkit.CPUModel())
 	fmt.Printf("CronScalers: %d, sidecar --cronscaler-max-concurrent-reconciles=%d\n", n, concurrency)
 	fmt.Printf("targets scaled at the fire: %d/%d\n", len(lags), n)
 	if len(lags) > 0 {
 		fmt.Printf("lag fire -> scale seen by a watch: p50 %s  p99 %s  max %s\n",
-			pct(lags, 50), pct(lags, 99), lags[len(lags)-1].Round(time.Millisecond))
+			benchkit.Percentile(lags, 50).Round(time.Millisecond), benchkit.Percentile(lags, 99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
 	fmt.Printf("sidecar lag histogram (cronscaler_scale_lag_seconds): %s\n", hist)
 	fmt.Printf("sidecar CPU over the run: %.2f s in %s wall (from sidecar start)\n", cpu1-cpu0, time.Since(runStart).Round(time.Second))
 	fmt.Printf("sidecar peak RSS: %.1f MiB\n", float64(hwm)/1024)
 	fmt.Printf("sidecar idle CPU between fires: %.4f s over %s = %.3f%% of a core\n",
 		idleCPU1-idleCPU0, idleWall.Round(time.Second), 100*(idleCPU1-idleCPU0)/idleWall.Seconds())
-	return nil
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return sorted[i-1].Round(time.Millisecond)
-}
-
-// parallel runs f(0..n-1) on 16 workers and returns the first error.
-func parallel(n int, f func(i int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-// installCRDs creates every CRD in dir plus the benchmark's target kind,
-// and waits until they are established.
-func installCRDs(ctx context.Context, c apiextclient.Interface, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	crds := []*apiextensionsv1.CustomResourceDefinition{targetCRD()}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		crds = append(crds, crd)
-	}
-	for _, crd := range crds {
-		if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-		}
-	}
-	for _, crd := range crds {
-		for {
-			got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
-			}
-			if established {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	return nil
 }
 
@@ -390,24 +312,7 @@ func (s *sidecar) metric(name string, filters ...string) float64 {
 	if err != nil {
 		return 0
 	}
-	var sum float64
-	sc := bufio.NewScanner(strings.NewReader(text))
-lines:
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				continue lines
-			}
-		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		sum += v
-	}
-	return sum
+	return benchkit.SumMetric(text, name, filters...)
 }
 
 // waitReconciled waits until the controller has reconciled at least n
@@ -437,43 +342,3 @@ func (s *sidecar) histogram() (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
-// procCPU is the user+system CPU seconds of a process.
-func procCPU(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) in parentheses.
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
-}
-
-// procHWM is the peak resident set size of a process in KiB.
-func procHWM(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM")
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "model name") {
-			return strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
-		}
-	}
-	return "unknown CPU"
-}

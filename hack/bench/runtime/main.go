@@ -1,0 +1,610 @@
+// Command runtime is the Helm runtime benchmark (`make bench`), not a test:
+// for each runtime — ours (bin/manager), the stock helm-operator-plugins
+// v0.9.1 `run` and operator-sdk v1.42.2's `helm-operator`, the peers built
+// from source by the Makefile — and each N, it starts a fresh local control
+// plane (internal/localcluster: etcd, kube-apiserver, controller-manager,
+// scheduler; no kwok, so pods stay Pending, which Deployed does not need),
+// installs the CRDs, runs the runtime as a process with the same
+// watches.yaml (Nginx only, our real chart) and measures:
+//
+//   - creating N Nginx resources: the time until all are Deployed, and the
+//     p50/p99 per-resource latency from its create call to Deployed;
+//   - a fixed idle window: the runtime's CPU (from /proc), and its API
+//     requests per minute (rest_client_requests_total from its metrics);
+//     peak RSS (VmHWM) is read at the end of the run;
+//   - the child Deployments of 20 resources deleted at once: the time
+//     until each is recreated;
+//   - the spec of every resource edited at once: the time until every
+//     release is deployed at a new revision (Helm's release Secrets).
+//
+// It prints a Markdown table per N with absolute figures and ours/peer
+// ratios, writes the results as JSON, and a PNG plot of time-to-Deployed
+// against N per runtime.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
+	"github.com/acme/platform-operator/internal/localcluster"
+)
+
+var nginxGVR = schema.GroupVersionResource{Group: "web.acme.com", Version: "v1alpha1", Resource: "nginxes"}
+
+const (
+	ns = "bench"
+	// ours names our runtime in tables and ratios.
+	ours = "ours"
+)
+
+// runtimeSpec is how to run one runtime.
+type runtimeSpec struct {
+	name string
+	bin  string
+	args func(watches, metricsAddr string) []string
+}
+
+type config struct {
+	ns        []int
+	idle      time.Duration
+	settle    time.Duration
+	drift     int
+	runtimes  []runtimeSpec
+	binDir    string
+	crdDir    string
+	chartDir  string
+	outDir    string
+	plot      string
+	deadline  time.Duration
+	concurrency int
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "quick mode: N=200 only and a 2-minute idle window (unless -n or -idle are given)")
+	nList := flag.String("n", "", "comma-separated resource counts (default 100,500,1000; quick: 200)")
+	idle := flag.Duration("idle", 0, "idle window (default 10m; quick: 2m)")
+	settle := flag.Duration("settle", 30*time.Second, "longest wait after all are Deployed for the runtime's reconciles to quiet down before the idle window")
+	drift := flag.Int("drift", 20, "resources whose child Deployment is deleted")
+	only := flag.String("runtimes", "ours,helm-operator-plugins,operator-sdk", "runtimes to measure, in this order")
+	binDir := flag.String("bin-dir", "bin/k8s", "control plane binaries")
+	manager := flag.String("manager", "bin/manager", "our runtime")
+	hop := flag.String("helm-operator-plugins", "bin/helm-operator-plugins", "the stock helm-operator-plugins binary")
+	sdk := flag.String("sdk-helm-operator", "bin/helm-operator", "operator-sdk's helm-operator binary")
+	crdDir := flag.String("crd-dir", "config/crd/bases", "CRDs to install")
+	chartDir := flag.String("chart", "helm-charts/nginx", "the Nginx chart")
+	outDir := flag.String("out", "bin/bench", "directory for results.json, logs and the plot")
+	plot := flag.String("plot", "", "PNG plot of time-to-Deployed vs N (default <out>/runtime-deployed.png)")
+	deadline := flag.Duration("phase-timeout", 15*time.Minute, "longest wait for one phase (all Deployed, all recreated, all upgraded)")
+	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
+	flag.Parse()
+
+	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency}
+	switch {
+	case *nList != "":
+		for _, s := range strings.Split(*nList, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 {
+				fatal(fmt.Errorf("-n: bad count %q", s))
+			}
+			cfg.ns = append(cfg.ns, n)
+		}
+	case *quick:
+		cfg.ns = []int{200}
+	default:
+		cfg.ns = []int{100, 500, 1000}
+	}
+	if cfg.idle == 0 {
+		cfg.idle = 10 * time.Minute
+		if *quick {
+			cfg.idle = 2 * time.Minute
+		}
+	}
+	var err error
+	if cfg.chartDir, err = filepath.Abs(*chartDir); err != nil {
+		fatal(err)
+	}
+	if cfg.binDir, err = filepath.Abs(*binDir); err != nil {
+		fatal(err)
+	}
+	cfg.plot = *plot
+	if cfg.plot == "" {
+		cfg.plot = filepath.Join(cfg.outDir, "runtime-deployed.png")
+	}
+	all := map[string]runtimeSpec{
+		ours: {name: ours, bin: *manager, args: func(w, m string) []string {
+			return []string{"--watches-file", w, "--metrics-bind-address", m, "--metrics-secure=false", "--health-probe-bind-address", "0"}
+		}},
+		"helm-operator-plugins": {name: "helm-operator-plugins", bin: *hop, args: func(w, m string) []string {
+			return []string{"run", "--watches-file", w, "--metrics-bind-address", m, "--health-probe-bind-address", "0"}
+		}},
+		"operator-sdk": {name: "operator-sdk", bin: *sdk, args: func(w, m string) []string {
+			return []string{"run", "--watches-file", w, "--metrics-bind-address", m, "--health-probe-bind-address", "0"}
+		}},
+	}
+	for _, name := range strings.Split(*only, ",") {
+		spec, ok := all[strings.TrimSpace(name)]
+		if !ok {
+			fatal(fmt.Errorf("-runtimes: unknown runtime %q", name))
+		}
+		if spec.bin, err = filepath.Abs(spec.bin); err != nil {
+			fatal(err)
+		}
+		cfg.runtimes = append(cfg.runtimes, spec)
+	}
+	if err := run(cfg); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func run(cfg config) error {
+	if err := os.MkdirAll(cfg.outDir, 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("machine: %s/%s, %d CPUs (%s), load average at start %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchkit.CPUModel(), benchkit.LoadAverage())
+	fmt.Printf("N: %v, idle window: %s, deleted children: %d\n\n", cfg.ns, cfg.idle, cfg.drift)
+	var results []Result
+	for _, n := range cfg.ns {
+		var byN []Result
+		for _, rt := range cfg.runtimes {
+			fmt.Printf("== %s, N=%d (load average %s)\n", rt.name, n, benchkit.LoadAverage())
+			r, err := measure(cfg, rt, n)
+			if err != nil {
+				return fmt.Errorf("%s, N=%d: %w", rt.name, n, err)
+			}
+			byN = append(byN, r)
+			results = append(results, r)
+			if err := writeJSON(filepath.Join(cfg.outDir, "results.json"), results); err != nil {
+				return err
+			}
+		}
+		fmt.Println()
+		fmt.Print(FormatTable(byN, ours))
+		fmt.Println()
+	}
+	if err := writePlot(cfg.plot, results); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	fmt.Printf("results: %s, plot: %s\n", filepath.Join(cfg.outDir, "results.json"), cfg.plot)
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// measure runs one runtime with n resources on a fresh cluster.
+func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
+	res := Result{Runtime: rt.name, N: n}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	state, err := os.MkdirTemp("", "bench-runtime-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(state)
+
+	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster")})
+	if err != nil {
+		return res, fmt.Errorf("local cluster: %w", err)
+	}
+	defer cluster.Stop()
+	rc, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	if err != nil {
+		return res, err
+	}
+	rc.QPS, rc.Burst = -1, 0 // the benchmark's own client is not throttled
+	kube := kubernetes.NewForConfigOrDie(rc)
+	dyn := dynamic.NewForConfigOrDie(rc)
+	if err := benchkit.InstallCRDs(ctx, apiextclient.NewForConfigOrDie(rc), cfg.crdDir); err != nil {
+		return res, err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, err
+	}
+
+	watchesFile := filepath.Join(state, "watches.yaml")
+	watches := fmt.Sprintf("- group: web.acme.com\n  version: v1alpha1\n  kind: Nginx\n  chart: %s\n  watchDependentResources: true\n", cfg.chartDir)
+	if err := os.WriteFile(watchesFile, []byte(watches), 0o644); err != nil {
+		return res, err
+	}
+	addr, err := benchkit.FreeAddr()
+	if err != nil {
+		return res, err
+	}
+	args := rt.args(watchesFile, addr)
+	if cfg.concurrency > 0 {
+		args = append(args, fmt.Sprintf("--max-concurrent-reconciles=%d", cfg.concurrency))
+	}
+	cmd := exec.Command(rt.bin, args...)
+	cmd.Dir = state
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE=default", "WATCH_NAMESPACE=")
+	logFile := filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.log", rt.name, n))
+	proc, err := benchkit.StartProcess(cmd, addr, logFile)
+	if err != nil {
+		return res, err
+	}
+	defer proc.Stop()
+	cpuStart, _ := benchkit.ProcCPU(proc.Pid())
+
+	obs := newObserver(n)
+	if err := obs.start(ctx, rc, kube, dyn); err != nil {
+		return res, err
+	}
+
+	// 1. Create N resources; wait until all are Deployed.
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("web-%04d", i)
+	}
+	start := time.Now()
+	if err := benchkit.Parallel(n, 16, func(i int) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "web.acme.com/v1alpha1", "kind": "Nginx",
+			"metadata": map[string]any{"name": names[i], "namespace": ns},
+			"spec":     map[string]any{},
+		}}
+		obs.created(names[i])
+		_, err := dyn.Resource(nginxGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("creating Nginx resources: %w", err)
+	}
+	fmt.Printf("   created %d in %s\n", n, time.Since(start).Round(time.Millisecond))
+	last := obs.waitDeployed(cfg.deadline)
+	lat := obs.deployLatencies()
+	res.Deployed = len(lat)
+	if res.Deployed == n {
+		res.AllDeployed = last.Sub(start)
+	}
+	sorted := benchkit.Sorted(lat)
+	res.LatencyP50, res.LatencyP99 = benchkit.Percentile(sorted, 50), benchkit.Percentile(sorted, 99)
+	fmt.Printf("   Deployed: %d/%d, all after %s, p50 %s, p99 %s\n", res.Deployed, n,
+		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
+
+	// 2. Idle window, after the reconciles caused by the creation quiet down
+	// (or cfg.settle passes: peers resync all the time).
+	settled := waitQuiet(proc, cfg.settle)
+	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
+	cpu0, _ := benchkit.ProcCPU(proc.Pid())
+	req0 := proc.Metric("rest_client_requests_total")
+	idleStart := time.Now()
+	time.Sleep(cfg.idle)
+	cpu1, _ := benchkit.ProcCPU(proc.Pid())
+	req1 := proc.Metric("rest_client_requests_total")
+	res.IdleWindow = time.Since(idleStart)
+	res.IdleCPUCores = (cpu1 - cpu0) / res.IdleWindow.Seconds()
+	res.APIRequestsPerM = (req1 - req0) / res.IdleWindow.Minutes()
+	fmt.Printf("   idle: %.4f cores, %.0f API requests/min\n", res.IdleCPUCores, res.APIRequestsPerM)
+
+	// 3. Delete the child Deployment of cfg.drift resources at once.
+	drift := min(cfg.drift, n)
+	res.DriftDeleted = drift
+	var deleted []string
+	for i := range drift {
+		deleted = append(deleted, names[i*n/drift])
+	}
+	if err := obs.deleteChildren(ctx, kube, deleted); err != nil {
+		return res, err
+	}
+	back := obs.waitRecreated(cfg.deadline)
+	res.DriftRecreated = len(back)
+	sorted = benchkit.Sorted(back)
+	res.DriftP50 = benchkit.Percentile(sorted, 50)
+	if len(sorted) > 0 {
+		res.DriftMax = sorted[len(sorted)-1]
+	}
+	fmt.Printf("   deleted children back: %d/%d, p50 %s, max %s\n", res.DriftRecreated, drift, res.DriftP50.Round(time.Millisecond), res.DriftMax.Round(time.Millisecond))
+
+	// 4. Edit every spec at once; wait until every release is upgraded.
+	upStart := time.Now()
+	obs.expectUpgrades()
+	patch := []byte(`{"spec":{"podAnnotations":{"bench.acme.com/edit":"1"}}}`)
+	if err := benchkit.Parallel(n, 16, func(i int) error {
+		_, err := dyn.Resource(nginxGVR).Namespace(ns).Patch(ctx, names[i], types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("editing specs: %w", err)
+	}
+	lastUp := obs.waitUpgraded(cfg.deadline)
+	res.Upgraded = obs.upgradedCount()
+	if res.Upgraded == n {
+		res.AllUpgraded = lastUp.Sub(upStart)
+	}
+	fmt.Printf("   upgraded: %d/%d, all after %s\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond))
+
+	if text, err := proc.Metrics(); err == nil {
+		_ = os.WriteFile(filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.metrics.txt", rt.name, n)), []byte(text), 0o644)
+	}
+	cpuEnd, _ := benchkit.ProcCPU(proc.Pid())
+	res.TotalCPU = cpuEnd - cpuStart
+	hwm, _ := benchkit.ProcPeakRSS(proc.Pid())
+	res.PeakRSSMiB = float64(hwm) / 1024
+	fmt.Printf("   peak RSS %.0f MiB, CPU over the run %.1f s\n", res.PeakRSSMiB, res.TotalCPU)
+	return res, nil
+}
+
+// waitQuiet waits until the runtime's reconcile count stays the same for
+// three seconds, at most max; it returns how long it waited.
+func waitQuiet(p *benchkit.Process, max time.Duration) time.Duration {
+	start := time.Now()
+	last, since := -1.0, time.Now()
+	for time.Since(start) < max {
+		v := p.Metric("controller_runtime_reconcile_total")
+		if v != last {
+			last, since = v, time.Now()
+		}
+		if time.Since(since) >= 3*time.Second {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// observer watches the Nginx resources, their child Deployments and Helm's
+// release Secrets, and records when things happen.
+type observer struct {
+	n  int
+	mu sync.Mutex
+	// createdAt: the create call of each resource; deployedAt: first seen Deployed.
+	createdAt, deployedAt map[string]time.Time
+	lastDeployed          time.Time
+	// drift: deleted child Deployments (by name) with their old UID and when.
+	deletedUID map[string]types.UID
+	deletedAt  map[string]time.Time
+	recreated  map[string]time.Duration
+	// upgrades: releases seen deployed at a revision above the baseline.
+	baseline     map[string]int
+	upgradedAt   map[string]time.Time
+	lastUpgraded time.Time
+	revisions    map[string]int // latest deployed revision per release
+}
+
+func newObserver(n int) *observer {
+	return &observer{n: n, createdAt: map[string]time.Time{}, deployedAt: map[string]time.Time{},
+		deletedUID: map[string]types.UID{}, deletedAt: map[string]time.Time{}, recreated: map[string]time.Duration{},
+		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}}
+}
+
+func (o *observer) created(name string) {
+	o.mu.Lock()
+	o.createdAt[name] = time.Now()
+	o.mu.Unlock()
+}
+
+func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.Interface, dyn dynamic.Interface) error {
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+	crs := df.ForResource(nginxGVR).Informer()
+	onCR := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || !isDeployed(u) {
+			return
+		}
+		now := time.Now()
+		o.mu.Lock()
+		if _, seen := o.deployedAt[u.GetName()]; !seen {
+			o.deployedAt[u.GetName()] = now
+			o.lastDeployed = now
+		}
+		o.mu.Unlock()
+	}
+	if _, err := crs.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onCR, UpdateFunc: func(_, obj any) { onCR(obj) }}); err != nil {
+		return err
+	}
+
+	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
+	deps := kf.Apps().V1().Deployments().Informer()
+	if _, err := deps.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if uid, ok := o.deletedUID[d.Name]; ok && uid != d.UID {
+			if _, done := o.recreated[d.Name]; !done {
+				o.recreated[d.Name] = time.Since(o.deletedAt[d.Name])
+			}
+		}
+	}}); err != nil {
+		return err
+	}
+	sf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "owner=helm" }))
+	secrets := sf.Core().V1().Secrets().Informer()
+	onSecret := func(obj any) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok || s.Labels["status"] != "deployed" {
+			return
+		}
+		name := s.Labels["name"]
+		v, _ := strconv.Atoi(s.Labels["version"])
+		now := time.Now()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if v > o.revisions[name] {
+			o.revisions[name] = v
+		}
+		if b, ok := o.baseline[name]; ok && v > b {
+			if _, seen := o.upgradedAt[name]; !seen {
+				o.upgradedAt[name] = now
+				o.lastUpgraded = now
+			}
+		}
+	}
+	if _, err := secrets.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onSecret, UpdateFunc: func(_, obj any) { onSecret(obj) }}); err != nil {
+		return err
+	}
+	df.Start(ctx.Done())
+	kf.Start(ctx.Done())
+	sf.Start(ctx.Done())
+	for _, ok := range []bool{
+		cache.WaitForCacheSync(ctx.Done(), crs.HasSynced),
+		cache.WaitForCacheSync(ctx.Done(), deps.HasSynced),
+		cache.WaitForCacheSync(ctx.Done(), secrets.HasSynced),
+	} {
+		if !ok {
+			return fmt.Errorf("informers did not sync")
+		}
+	}
+	return nil
+}
+
+// isDeployed reports condition Deployed=True.
+func isDeployed(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Deployed" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitDeployed waits until all n resources are Deployed, at most timeout,
+// and returns when the last one was seen Deployed.
+func (o *observer) waitDeployed(timeout time.Duration) time.Time {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		done, last := len(o.deployedAt), o.lastDeployed
+		o.mu.Unlock()
+		if done >= o.n {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastDeployed
+}
+
+func (o *observer) deployLatencies() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []time.Duration
+	for name, at := range o.deployedAt {
+		if c, ok := o.createdAt[name]; ok {
+			out = append(out, at.Sub(c))
+		}
+	}
+	return out
+}
+
+// deleteChildren deletes the child Deployment of each named resource.
+func (o *observer) deleteChildren(ctx context.Context, kube kubernetes.Interface, crNames []string) error {
+	type target struct {
+		name string
+		uid  types.UID
+	}
+	var targets []target
+	for _, cr := range crNames {
+		name := cr + "-nginx"
+		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("child Deployment of %s: %w", cr, err)
+		}
+		targets = append(targets, target{name, d.UID})
+	}
+	o.mu.Lock()
+	for _, t := range targets {
+		o.deletedUID[t.name] = t.uid
+	}
+	o.mu.Unlock()
+	return benchkit.Parallel(len(targets), len(targets), func(i int) error {
+		t := targets[i]
+		o.mu.Lock()
+		o.deletedAt[t.name] = time.Now()
+		o.mu.Unlock()
+		return kube.AppsV1().Deployments(ns).Delete(ctx, t.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &t.uid}})
+	})
+}
+
+// waitRecreated waits until every deleted child is back, at most timeout,
+// and returns the recreation times seen.
+func (o *observer) waitRecreated(timeout time.Duration) []time.Duration {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		done := len(o.recreated) == len(o.deletedUID)
+		o.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []time.Duration
+	for _, d := range o.recreated {
+		out = append(out, d)
+	}
+	return out
+}
+
+// expectUpgrades takes the current deployed revision of every release as
+// the baseline an upgrade must exceed.
+func (o *observer) expectUpgrades() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.baseline = map[string]int{}
+	for name := range o.createdAt {
+		o.baseline[name] = o.revisions[name]
+	}
+}
+
+func (o *observer) waitUpgraded(timeout time.Duration) time.Time {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if o.upgradedCount() >= o.n {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastUpgraded
+}
+
+func (o *observer) upgradedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.upgradedAt)
+}

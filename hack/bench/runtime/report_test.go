@@ -1,0 +1,97 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestFormatTable(t *testing.T) {
+	g := NewWithT(t)
+	results := []Result{{
+		Runtime: "ours", N: 200, Deployed: 200, AllDeployed: 5 * time.Second, LatencyP50: 2 * time.Second, LatencyP99: 4 * time.Second,
+		IdleWindow: time.Minute, IdleCPUCores: 0.001, APIRequestsPerM: 0, PeakRSSMiB: 100,
+		DriftDeleted: 20, DriftRecreated: 20, DriftP50: 200 * time.Millisecond, DriftMax: 400 * time.Millisecond,
+		Upgraded: 200, AllUpgraded: 20 * time.Second, TotalCPU: 30,
+	}, {
+		Runtime: "peer", N: 200, Deployed: 190, AllDeployed: 0, LatencyP50: 4 * time.Second, LatencyP99: 8 * time.Second,
+		IdleWindow: time.Minute, IdleCPUCores: 0.5, APIRequestsPerM: 1200, PeakRSSMiB: 200,
+		DriftDeleted: 20, DriftRecreated: 19, DriftP50: 40 * time.Second, DriftMax: 50 * time.Second,
+		Upgraded: 200, AllUpgraded: 40 * time.Second, TotalCPU: 120,
+	}}
+	table := FormatTable(results, "ours")
+	t.Log("\n" + table)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	g.Expect(lines).To(HaveLen(2 + len(rows)))
+	cells := func(line string) []string {
+		var out []string
+		for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
+			out = append(out, strings.TrimSpace(c))
+		}
+		return out
+	}
+	// The header names N, the runtimes and the ratio column.
+	g.Expect(cells(lines[0])).To(Equal([]string{"N=200", "ours", "peer", "ours/peer"}))
+	// Columns are right-aligned except the first.
+	g.Expect(lines[1]).To(HavePrefix("| ---"))
+	g.Expect(lines[1]).To(HaveSuffix(": |"))
+	row := func(label string) []string {
+		for _, l := range lines[2:] {
+			if c := cells(l); c[0] == label {
+				return c
+			}
+		}
+		t.Fatalf("no row %q", label)
+		return nil
+	}
+	cases := []struct {
+		label string
+		want  []string
+	}{
+		// An incomplete phase shows how far it got, and no ratio.
+		{"all Deployed after", []string{"all Deployed after", "5.00s", "190/200 only", "-"}},
+		{"p50 create->Deployed", []string{"p50 create->Deployed", "2.00s", "4.00s", "0.50x"}},
+		// Small ratios keep three significant decimals, tiny ones go scientific.
+		{"idle CPU (cores)", []string{"idle CPU (cores)", "0.0010", "0.5000", "0.002x"}},
+		{"idle API requests/min", []string{"idle API requests/min", "0", "1200", "0.0e+00x"}},
+		{"deleted child back p50", []string{"deleted child back p50", "0.20s", "40.0s", "0.005x"}},
+		{"deleted child back max", []string{"deleted child back max", "0.40s", "19/20 back", "-"}},
+		{"all upgraded after edit", []string{"all upgraded after edit", "20.0s", "40.0s", "0.50x"}},
+		{"peak RSS (MiB)", []string{"peak RSS (MiB)", "100", "200", "0.50x"}},
+	}
+	for _, tc := range cases {
+		g.Expect(row(tc.label)).To(Equal(tc.want), tc.label)
+	}
+}
+
+func TestSeriesOf(t *testing.T) {
+	results := []Result{
+		{Runtime: "ours", N: 500, Deployed: 500, AllDeployed: 20 * time.Second},
+		{Runtime: "peer", N: 500, Deployed: 400}, // incomplete: left out
+		{Runtime: "ours", N: 100, Deployed: 100, AllDeployed: 4 * time.Second},
+		{Runtime: "peer", N: 100, Deployed: 100, AllDeployed: 9 * time.Second},
+	}
+	NewWithT(t).Expect(seriesOf(results)).To(Equal([]series{
+		{name: "ours", points: [][2]float64{{100, 4}, {500, 20}}},
+		{name: "peer", points: [][2]float64{{100, 9}}},
+	}))
+}
+
+func TestNiceStep(t *testing.T) {
+	cases := []struct {
+		span float64
+		n    int
+		want float64
+	}{
+		{1000, 5, 200},
+		{1100, 6, 200},
+		{95, 6, 20},
+		{7, 6, 2},
+		{0, 5, 1},
+	}
+	for _, tc := range cases {
+		NewWithT(t).Expect(niceStep(tc.span, tc.n)).To(Equal(tc.want), "span %v", tc.span)
+	}
+}
