@@ -62,7 +62,12 @@ func CacheNamespaces(namespaces []string) map[string]cache.Config {
 // NewManager creates the controller-runtime manager with health and
 // readiness checks, but without any reconciler (see SetupReconcilers).
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(cfg, ManagerOptions(opts))
+	return newManager(cfg, ManagerOptions(opts))
+}
+
+// newManager is NewManager with the manager options given.
+func newManager(cfg *rest.Config, mo ctrl.Options) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}

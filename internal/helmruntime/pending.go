@@ -98,13 +98,13 @@ func newReleaseActivity(c clock.PassiveClock) *releaseActivity {
 	return &releaseActivity{clock: c, inFlight: map[string]int{}, finished: map[string]actionSpan{}}
 }
 
-// elected records that this process became the leader now.
+// elected records that this process became the leader now (again, after
+// a lost lease: whatever was started before then and is not running here
+// has no live author).
 func (a *releaseActivity) elected() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.leaderSince.IsZero() {
-		a.leaderSince = a.clock.Now()
-	}
+	a.leaderSince = a.clock.Now()
 }
 
 // begin records the start of an action on key and returns the function
@@ -161,9 +161,14 @@ type pendingRecovery struct {
 	log         logr.Logger
 }
 
-func newPendingRecovery(c client.Client, clk clock.PassiveClock, log logr.Logger) *pendingRecovery {
+// processActivity is the release activity of this process, shared by
+// every manager it runs one after the other (see runManagers), so that an
+// action of a stopped manager that still runs stays protected.
+var processActivity = newReleaseActivity(clock.RealClock{})
+
+func newPendingRecovery(c client.Client, activity *releaseActivity, log logr.Logger) *pendingRecovery {
 	return &pendingRecovery{
-		activity:    newReleaseActivity(clk),
+		activity:    activity,
 		client:      c,
 		timeout:     DefaultStalePendingTimeout,
 		hookTimeout: DefaultHookTimeout,
@@ -403,7 +408,7 @@ var recoveries sync.Map // ctrl.Manager -> *pendingRecovery
 // recovery state and registers the runnable that notes when the manager
 // becomes the leader.
 func withPendingRecovery(mgr ctrl.Manager, acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, kind string, log logr.Logger) (helmclient.ActionClientGetter, error) {
-	fresh := newPendingRecovery(mgr.GetClient(), clock.RealClock{}, log.WithName("pending-recovery"))
+	fresh := newPendingRecovery(mgr.GetClient(), processActivity, log.WithName("pending-recovery"))
 	v, loaded := recoveries.LoadOrStore(mgr, fresh)
 	p := v.(*pendingRecovery)
 	if !loaded {

@@ -27,8 +27,11 @@ func TestReleaseActivityStaleness(t *testing.T) {
 		wantStale:  true,
 		wantReason: staleBeforeLeadership,
 	}, {
-		name:    "started while leading, by someone else, recently",
-		setup:   func(a *releaseActivity, c *clocktesting.FakePassiveClock) { a.elected(); c.SetTime(t0.Add(time.Minute)) },
+		name: "started while leading, by someone else, recently",
+		setup: func(a *releaseActivity, c *clocktesting.FakePassiveClock) {
+			a.elected()
+			c.SetTime(t0.Add(time.Minute))
+		},
 		started: t0.Add(30 * time.Second),
 	}, {
 		name:       "started while leading, by someone else, longer ago than the timeout",

@@ -25,29 +25,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
 	}
 
-	mgr, err := NewManager(cfg, opts)
-	if err != nil {
-		return err
-	}
-	if _, err := SetupReconcilers(mgr, ws, opts); err != nil {
-		return err
-	}
-
-	log.Info("Starting manager",
-		"watchesFile", opts.WatchesFile,
-		"watches", len(ws),
-		"watchNamespaces", describeNamespaces(opts.WatchNamespaces),
-		"releaseNamespace", opts.ReleaseNamespace,
-		"leaderElect", opts.LeaderElect,
-		"metricsBindAddress", opts.MetricsBindAddress,
-		"metricsSecure", opts.MetricsSecure,
-		"healthProbeBindAddress", opts.HealthProbeBindAddress,
-	)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("run manager: %w", err)
-	}
-	log.Info("Manager stopped")
-	return nil
+	// Survives lost leadership and API server outages (see supervise.go).
+	return runManagers(ctx, cfg, opts, ws, log)
 }
 
 // describeNamespaces renders the watched namespaces for logs.

@@ -67,6 +67,7 @@ type Cluster struct {
 	Reused bool
 
 	stateDir string
+	binDir   string
 }
 
 // Stop stops every process of the cluster and removes its state.
@@ -92,7 +93,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 
 	if server, err := serverFromKubeconfig(kubeconfig); err == nil {
 		if ready(ctx, server, filepath.Join(stateDir, "ca.crt")) == nil {
-			return &Cluster{Kubeconfig: kubeconfig, Server: server, Reused: true, stateDir: stateDir}, nil
+			return &Cluster{Kubeconfig: kubeconfig, Server: server, Reused: true, stateDir: stateDir, binDir: cfg.BinDir}, nil
 		}
 	}
 	if err := Down(stateDir); err != nil {
@@ -102,7 +103,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{Kubeconfig: kubeconfig, stateDir: stateDir}
+	c := &Cluster{Kubeconfig: kubeconfig, stateDir: stateDir, binDir: cfg.BinDir}
 	ok := false
 	defer func() {
 		if !ok {
@@ -298,6 +299,9 @@ func (p procs) start(name string, args ...string) error {
 	}
 	defer f.Close()
 	if _, err := fmt.Fprintf(f, "%s %d\n", name, cmd.Process.Pid); err != nil {
+		return err
+	}
+	if err := p.saveArgs(name, args); err != nil { // for StartProcess
 		return err
 	}
 	// Reap the child when it exits while this process is still alive.

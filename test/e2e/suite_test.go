@@ -47,6 +47,9 @@ var env struct {
 	// stop and start either (e.g. to test a restart).
 	manager    *operatorProcess
 	extensions *operatorProcess
+	// cluster is the local control plane; reliability tests stop and
+	// start its processes.
+	cluster *localcluster.Cluster
 }
 
 func TestMain(m *testing.M) {
@@ -98,6 +101,7 @@ func run(m *testing.M) int {
 	}()
 	fmt.Fprintf(os.Stderr, "e2e: local cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 	env.kubeconfig = cluster.Kubeconfig
+	env.cluster = cluster
 
 	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
 	if err != nil {
