@@ -5,6 +5,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ import (
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/sidecar"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/internal/supervisor"
 )
 
 func main() {
@@ -41,24 +43,27 @@ func main() {
 	// API types of the extension controllers are added to the scheme here.
 	utilruntime.Must(autoscalingv1alpha1.AddToScheme(scheme))
 
-	mgr, err := sidecar.NewManager(ctrl.GetConfigOrDie(), scheme, opts)
-	if err != nil {
-		log.Error(err, "Unable to create the manager")
-		os.Exit(1)
-	}
-
-	// Extension controllers are set up here, one call each.
-	if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
-		log.Error(err, "Unable to set up the NamespaceTenant finalizer controller")
-		os.Exit(1)
-	}
-	if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
-		log.Error(err, "Unable to set up the CronScaler controller")
-		os.Exit(1)
+	cfg := ctrl.GetConfigOrDie()
+	// build creates and sets up one manager; the supervisor builds a new
+	// one when a lost lease (an API server outage) stopped the previous.
+	build := func(run int) (ctrl.Manager, error) {
+		opts.SkipControllerNameValidation = run > 0
+		mgr, err := sidecar.NewManager(cfg, scheme, opts)
+		if err != nil {
+			return nil, fmt.Errorf("create the manager: %w", err)
+		}
+		// Extension controllers are set up here, one call each.
+		if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
+			return mgr, fmt.Errorf("set up the NamespaceTenant finalizer controller: %w", err)
+		}
+		if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
+			return mgr, fmt.Errorf("set up the CronScaler controller: %w", err)
+		}
+		return mgr, nil
 	}
 
 	log.Info("Starting extensions")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := supervisor.Run(ctrl.SetupSignalHandler(), cfg, build, ctrl.Log.WithName("supervisor")); err != nil {
 		log.Error(err, "Extensions stopped with an error")
 		os.Exit(1)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/acme/platform-operator/internal/metricsserving"
@@ -28,6 +29,10 @@ type Options struct {
 	MetricsSecure           bool
 	EnableHTTP2             bool
 	HealthProbeBindAddress  string
+	// SkipControllerNameValidation is set (not by a flag) on managers
+	// built after the first one in the same process (see package
+	// supervisor), whose controllers registered the same names.
+	SkipControllerNameValidation bool
 }
 
 // DefaultOptions returns the options used when no flag is given. The ports
@@ -73,6 +78,7 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manag
 		// Below the Pod's 30 s termination grace period, so the lease is
 		// released and the process exits before the kubelet kills it.
 		GracefulShutdownTimeout: ptr.To(20 * time.Second),
+		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
