@@ -71,17 +71,17 @@ type runtimeSpec struct {
 }
 
 type config struct {
-	ns        []int
-	idle      time.Duration
-	settle    time.Duration
-	drift     int
-	runtimes  []runtimeSpec
-	binDir    string
-	crdDir    string
-	chartDir  string
-	outDir    string
-	plot      string
-	deadline  time.Duration
+	ns          []int
+	idle        time.Duration
+	settle      time.Duration
+	drift       int
+	runtimes    []runtimeSpec
+	binDir      string
+	crdDir      string
+	chartDir    string
+	outDir      string
+	plot        string
+	deadline    time.Duration
 	concurrency int
 }
 

@@ -86,8 +86,9 @@ func writePlot(path string, results []Result) error {
 	if maxY == 0 {
 		maxY = 10
 	}
-	xStep, yStep := niceStep(maxX, 5), niceStep(maxY*1.1, 6)
-	maxX = math.Ceil(maxX/xStep) * xStep
+	// Some room right of the largest N and above the slowest time.
+	xStep, yStep := niceStep(maxX*1.05, 5), niceStep(maxY*1.1, 6)
+	maxX = math.Ceil(maxX*1.05/xStep) * xStep
 	maxY = math.Ceil(maxY*1.1/yStep) * yStep
 	px := func(x float64) int { return left + int(x/maxX*float64(w-left-right)) }
 	py := func(y float64) int { return h - bottom - int(y/maxY*float64(h-top-bottom)) }

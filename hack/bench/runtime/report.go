@@ -53,7 +53,9 @@ var rows = []row{
 	{"idle API requests/min", func(r Result) (float64, bool) { return r.APIRequestsPerM, r.IdleWindow > 0 }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 	{"peak RSS (MiB)", func(r Result) (float64, bool) { return r.PeakRSSMiB, r.PeakRSSMiB > 0 }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 	{"deleted child back p50", func(r Result) (float64, bool) { return seconds(r.DriftP50, r.DriftRecreated > 0) }, fmtSeconds},
-	{"deleted child back max", func(r Result) (float64, bool) { return seconds(r.DriftMax, r.DriftRecreated == r.DriftDeleted && r.DriftDeleted > 0) }, fmtSeconds},
+	{"deleted child back max", func(r Result) (float64, bool) {
+		return seconds(r.DriftMax, r.DriftRecreated == r.DriftDeleted && r.DriftDeleted > 0)
+	}, fmtSeconds},
 	{"all upgraded after edit", func(r Result) (float64, bool) { return seconds(r.AllUpgraded, r.Upgraded == r.N) }, fmtSeconds},
 	{"CPU over the run (s)", func(r Result) (float64, bool) { return r.TotalCPU, r.TotalCPU > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 }
@@ -135,8 +137,10 @@ func ratio(ours float64, oursOK bool, peer float64, peerOK bool) string {
 		return fmt.Sprintf("%.2fx", r)
 	case r >= 0.001:
 		return fmt.Sprintf("%.3fx", r)
+	case r > 0:
+		return "<0.001x"
 	default:
-		return fmt.Sprintf("%.1ex", r)
+		return "0x"
 	}
 }
 

@@ -53,9 +53,10 @@ func TestFormatTable(t *testing.T) {
 		// An incomplete phase shows how far it got, and no ratio.
 		{"all Deployed after", []string{"all Deployed after", "5.00s", "190/200 only", "-"}},
 		{"p50 create->Deployed", []string{"p50 create->Deployed", "2.00s", "4.00s", "0.50x"}},
-		// Small ratios keep three significant decimals, tiny ones go scientific.
+		{"CPU over the run (s)", []string{"CPU over the run (s)", "30.0", "120.0", "0.25x"}},
+		// Small ratios keep three decimals; below that, a bound.
 		{"idle CPU (cores)", []string{"idle CPU (cores)", "0.0010", "0.5000", "0.002x"}},
-		{"idle API requests/min", []string{"idle API requests/min", "0", "1200", "0.0e+00x"}},
+		{"idle API requests/min", []string{"idle API requests/min", "0", "1200", "0x"}},
 		{"deleted child back p50", []string{"deleted child back p50", "0.20s", "40.0s", "0.005x"}},
 		{"deleted child back max", []string{"deleted child back max", "0.40s", "19/20 back", "-"}},
 		{"all upgraded after edit", []string{"all upgraded after edit", "20.0s", "40.0s", "0.50x"}},
@@ -93,5 +94,27 @@ func TestNiceStep(t *testing.T) {
 	}
 	for _, tc := range cases {
 		NewWithT(t).Expect(niceStep(tc.span, tc.n)).To(Equal(tc.want), "span %v", tc.span)
+	}
+}
+
+func TestRatio(t *testing.T) {
+	cases := []struct {
+		name           string
+		ours, peer     float64
+		oursOK, peerOK bool
+		want           string
+	}{
+		{name: "two decimals from 0.1 up", ours: 3, peer: 2, oursOK: true, peerOK: true, want: "1.50x"},
+		{name: "three decimals below 0.1", ours: 1, peer: 40, oursOK: true, peerOK: true, want: "0.025x"},
+		{name: "a bound below 0.001", ours: 0.0007, peer: 0.8787, oursOK: true, peerOK: true, want: "<0.001x"},
+		{name: "zero", ours: 0, peer: 3414, oursOK: true, peerOK: true, want: "0x"},
+		{name: "the peer's figure is zero", ours: 1, peer: 0, oursOK: true, peerOK: true, want: "-"},
+		{name: "ours incomplete", ours: 1, peer: 2, oursOK: false, peerOK: true, want: "-"},
+		{name: "the peer's incomplete", ours: 1, peer: 2, oursOK: true, peerOK: false, want: "-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(ratio(tc.ours, tc.oursOK, tc.peer, tc.peerOK)).To(Equal(tc.want))
+		})
 	}
 }
