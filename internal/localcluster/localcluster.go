@@ -89,6 +89,11 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The processes run in the state dir: a relative BinDir would not
+	// resolve there.
+	if cfg.BinDir, err = filepath.Abs(cfg.BinDir); err != nil {
+		return nil, err
+	}
 	kubeconfig := filepath.Join(stateDir, KubeconfigFile)
 
 	if server, err := serverFromKubeconfig(kubeconfig); err == nil {
