@@ -17,9 +17,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +24,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,8 +106,8 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	if err != nil {
 		return err
 	}
-	defer side.stop()
-	cpu0, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
+	defer side.Stop()
+	cpu0, _ := benchkit.ProcCPU(side.Pid())
 	runStart := time.Now()
 
 	// The jobs: "base" at minute boundary B (daily), "fire" at B+1min. The
@@ -179,9 +175,9 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		return err
 	}
 	idleStart := time.Now()
-	idleCPU0, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
+	idleCPU0, _ := benchkit.ProcCPU(side.Pid())
 	time.Sleep(time.Until(fire.Add(-2 * time.Second)))
-	idleCPU1, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
+	idleCPU1, _ := benchkit.ProcCPU(side.Pid())
 	idleWall := time.Since(idleStart)
 
 	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
@@ -196,9 +192,9 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	w.Stop()
-	cpu1, _ := benchkit.ProcCPU(side.cmd.Process.Pid)
-	hwm, _ := benchkit.ProcPeakRSS(side.cmd.Process.Pid)
-	hist, _ := side.histogram()
+	cpu1, _ := benchkit.ProcCPU(side.Pid())
+	hwm, _ := benchkit.ProcPeakRSS(side.Pid())
+	hist, _ := histogram(side)
 
 	seenMu.Lock()
 	lags := make([]time.Duration, 0, len(seen))
@@ -249,79 +245,25 @@ func targetCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// sidecar is bin/extensions running against the benchmark's cluster.
-type sidecar struct {
-	cmd         *exec.Cmd
-	metricsAddr string
-}
-
-func startSidecar(bin, kubeconfig, dir string, concurrency int) (*sidecar, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	logf, err := os.Create(filepath.Join(dir, "extensions.log"))
+// startSidecar runs bin/extensions against the benchmark's cluster.
+func startSidecar(bin, kubeconfig, dir string, concurrency int) (*benchkit.Process, error) {
+	addr, err := benchkit.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--metrics-bind-address", addr, "--metrics-secure=false",
 		"--health-probe-bind-address", "0", fmt.Sprintf("--cronscaler-max-concurrent-reconciles=%d", concurrency))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &sidecar{cmd: cmd, metricsAddr: addr}
-	for range 300 {
-		if _, err := s.metrics(); err == nil {
-			return s, nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.stop()
-	return nil, fmt.Errorf("the sidecar did not serve metrics within 60s")
-}
-
-func (s *sidecar) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-}
-
-func (s *sidecar) metrics() (string, error) {
-	resp, err := http.Get("http://" + s.metricsAddr + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
-}
-
-// metric sums the samples of name whose line contains every filter.
-func (s *sidecar) metric(name string, filters ...string) float64 {
-	text, err := s.metrics()
-	if err != nil {
-		return 0
-	}
-	return benchkit.SumMetric(text, name, filters...)
+	return benchkit.StartProcess(cmd, addr, filepath.Join(dir, "extensions.log"))
 }
 
 // waitReconciled waits until the controller has reconciled at least n
 // times and then stayed quiet for two seconds.
-func waitReconciled(s *sidecar, n int, timeout time.Duration) error {
+func waitReconciled(s *benchkit.Process, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last, quietSince := -1.0, time.Now()
 	for time.Now().Before(deadline) {
-		v := s.metric("controller_runtime_reconcile_total", `controller="cronscaler"`)
+		v := s.Metric("controller_runtime_reconcile_total", `controller="cronscaler"`)
 		if v != last {
 			last, quietSince = v, time.Now()
 		}
@@ -334,10 +276,10 @@ func waitReconciled(s *sidecar, n int, timeout time.Duration) error {
 }
 
 // histogram summarises the sidecar's lag histogram as cumulative counts.
-func (s *sidecar) histogram() (string, error) {
+func histogram(s *benchkit.Process) (string, error) {
 	var b bytes.Buffer
 	for _, le := range []string{"0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"} {
-		fmt.Fprintf(&b, "<=%ss: %.0f  ", le, s.metric("cronscaler_scale_lag_seconds_bucket", fmt.Sprintf(`le="%s"`, le)))
+		fmt.Fprintf(&b, "<=%ss: %.0f  ", le, s.Metric("cronscaler_scale_lag_seconds_bucket", fmt.Sprintf(`le="%s"`, le)))
 	}
 	return strings.TrimSpace(b.String()), nil
 }
