@@ -226,7 +226,9 @@ func (g *recoveringActionClientGetter) unlockIfStale(ctx context.Context, ac hel
 		return nil
 	}
 	name := obj.GetName()
-	last, err := cfg.Releases.Last(name)
+	// Through the action client: the release client below it remembers
+	// this read for the rest of the reconcile (see digestActionClient.Get).
+	last, err := ac.Get(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
@@ -255,6 +257,9 @@ func (g *recoveringActionClientGetter) unlockIfStale(ctx context.Context, ac hel
 	unlocked.SetStatus(release.StatusFailed, "Unlocked by the operator: "+msg)
 	if err := cfg.Releases.Update(&unlocked); err != nil {
 		return fmt.Errorf("unlock release %s left %s: %w", key, pendingStatus, err)
+	}
+	if f, ok := ac.(interface{ forget() }); ok {
+		f.forget() // the remembered release is still the pending one
 	}
 	log.Info("Unlocked a stale pending release", "reason", why)
 	g.recorder.Event(obj, corev1.EventTypeWarning, ReasonPendingReleaseUnlocked, "Unlocked: "+msg)
