@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -203,13 +202,7 @@ func TestNginxInvalidSpecsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			manifest := fmt.Sprintf("apiVersion: web.acme.com/v1alpha1\nkind: Nginx\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  %s\n", tc.name, ns, tc.spec)
-			out, err := kubectlIn(manifest, "apply", "-f", "-")
-			g.Expect(err).To(HaveOccurred(), "kubectl apply accepted an invalid spec: %s", out)
-			g.Expect(out).To(ContainSubstring(tc.want))
-			_, getErr := getNginx(ctx, ns, tc.name)
-			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue(), "the invalid resource exists")
+			expectRefusedAtApply(t, nginxGVK, ns, tc.name, tc.spec, tc.want)
 		})
 	}
 	var deps appsv1.DeploymentList

@@ -43,7 +43,7 @@ func expectWebAppDeployed(t *testing.T, ns, name, reason string) {
 		status, got, msg := condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)
 		g.Expect(got).To(Equal(reason))
-	}).WithTimeout(60*time.Second).WithPolling(250*time.Millisecond).Should(Succeed())
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // databasePassword reads the password of the WebApp's database Secret.
@@ -240,7 +240,7 @@ func TestWebAppLifecycle(t *testing.T) {
 	pvcKey := client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}
 	g.Eventually(func() error {
 		return env.client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
-	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
+	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
 	out, err = kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
@@ -305,7 +305,7 @@ spec:
 	pvcKey := client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}
 	g.Eventually(func() error {
 		return env.client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
-	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
+	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
 
 	out, err = kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -354,13 +354,7 @@ func TestWebAppInvalidSpecsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			manifest := fmt.Sprintf("apiVersion: web.acme.com/v1alpha1\nkind: WebApp\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  %s\n", tc.name, ns, tc.spec)
-			out, err := kubectlIn(manifest, "apply", "-f", "-")
-			g.Expect(err).To(HaveOccurred(), "kubectl apply accepted an invalid spec: %s", out)
-			g.Expect(out).To(ContainSubstring(tc.want))
-			_, getErr := getWebApp(ctx, ns, tc.name)
-			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue(), "the invalid resource exists")
+			expectRefusedAtApply(t, webAppGVK, ns, tc.name, tc.spec, tc.want)
 		})
 	}
 	var deps appsv1.DeploymentList
