@@ -32,7 +32,7 @@ func NewScheme() *runtime.Scheme {
 func ManagerOptions(opts Options) ctrl.Options {
 	metricsOpts := metricsserving.Options(opts.MetricsBindAddress, opts.MetricsSecure, opts.EnableHTTP2)
 
-	return ctrl.Options{
+	o := ctrl.Options{
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
@@ -44,6 +44,8 @@ func ManagerOptions(opts Options) ctrl.Options {
 		GracefulShutdownTimeout: ptr.To(DefaultGracefulShutdownTimeout),
 		Cache:                   cache.Options{DefaultNamespaces: CacheNamespaces(opts.WatchNamespaces)},
 	}
+	opts.LeaderElectionTiming.Apply(&o)
+	return o
 }
 
 // CacheNamespaces turns the watched namespaces into the cache's

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+
+	"github.com/acme/platform-operator/internal/leaderelection"
 )
 
 const (
@@ -60,6 +62,9 @@ type Options struct {
 	// LeaderElectionNamespace is the namespace of the leader election Lease;
 	// empty means the namespace the operator runs in.
 	LeaderElectionNamespace string
+	// LeaderElectionTiming sets the Lease duration, renew deadline and
+	// retry period, and with them how fast a standby takes over.
+	LeaderElectionTiming leaderelection.Timing
 
 	// MetricsBindAddress is the address of the metrics endpoint; "0" disables it.
 	MetricsBindAddress string
@@ -105,6 +110,7 @@ func DefaultOptions() Options {
 	return Options{
 		WatchesFile:             DefaultWatchesFile,
 		LeaderElectionID:        DefaultLeaderElectionID,
+		LeaderElectionTiming:    leaderelection.DefaultTiming(),
 		MetricsBindAddress:      DefaultMetricsBindAddress,
 		MetricsSecure:           true,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
@@ -125,6 +131,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"Namespace of the leader election Lease (default: the namespace the operator runs in).")
+	o.LeaderElectionTiming.BindFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
@@ -179,6 +186,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("leader election ID must not be empty when leader election is enabled"))
+	}
+	if err := o.LeaderElectionTiming.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ReconcilePeriod < 0 {
 		errs = append(errs, fmt.Errorf("reconcile period must not be negative, got %s", o.ReconcilePeriod))

@@ -11,6 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/acme/platform-operator/internal/leaderelection"
 )
 
 // fakeEnv builds an Env from a map of variables and a map of files.
@@ -65,6 +67,9 @@ func TestBindFlags(t *testing.T) {
 			"--leader-elect",
 			"--leader-election-id=other-id",
 			"--leader-election-namespace=ops",
+			"--leader-election-lease-duration=30s",
+			"--leader-election-renew-deadline=20s",
+			"--leader-election-retry-period=4s",
 			"--metrics-bind-address=0",
 			"--metrics-secure=false",
 			"--enable-http2",
@@ -80,6 +85,9 @@ func TestBindFlags(t *testing.T) {
 			LeaderElect:             true,
 			LeaderElectionID:        "other-id",
 			LeaderElectionNamespace: "ops",
+			LeaderElectionTiming: leaderelection.Timing{
+				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second,
+			},
 			MetricsBindAddress:      "0",
 			MetricsSecure:           false,
 			EnableHTTP2:             true,
@@ -218,6 +226,10 @@ func TestManagerOptions(t *testing.T) {
 		g.Expect(m.LeaderElection).To(BeFalse())
 		g.Expect(m.LeaderElectionID).To(Equal(DefaultLeaderElectionID))
 		g.Expect(m.LeaderElectionNamespace).To(BeEmpty())
+		// A standby takes over within 20 s (see package leaderelection).
+		g.Expect(*m.LeaseDuration).To(Equal(12 * time.Second))
+		g.Expect(*m.RenewDeadline).To(Equal(8 * time.Second))
+		g.Expect(*m.RetryPeriod).To(Equal(time.Second))
 		g.Expect(m.Cache.DefaultNamespaces).To(BeNil())
 		g.Expect(m.Scheme).NotTo(BeNil())
 	})

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"github.com/acme/platform-operator/internal/leaderelection"
 	"github.com/acme/platform-operator/internal/metricsserving"
 )
 
@@ -25,6 +26,7 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	LeaderElectionTiming    leaderelection.Timing
 	MetricsBindAddress      string
 	MetricsSecure           bool
 	EnableHTTP2             bool
@@ -40,6 +42,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		LeaderElectionID:       "platform-operator-extensions.acme.com",
+		LeaderElectionTiming:   leaderelection.DefaultTiming(),
 		MetricsBindAddress:     ":8444",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8082",
@@ -54,6 +57,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"Namespace of the leader election Lease (default: the namespace the sidecar runs in).")
+	o.LeaderElectionTiming.BindFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
@@ -67,7 +71,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // NewManager creates the sidecar's manager with health and readiness
 // checks and no controllers.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	if err := o.LeaderElectionTiming.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid options: %w", err)
+	}
+	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserving.Options(o.MetricsBindAddress, o.MetricsSecure, o.EnableHTTP2),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
@@ -79,7 +86,9 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manag
 		// released and the process exits before the kubelet kills it.
 		GracefulShutdownTimeout: ptr.To(20 * time.Second),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
-	})
+	}
+	o.LeaderElectionTiming.Apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// extensionsLease is the sidecar's default leader election Lease, the one
+// the suite's sidecar and the replicas of the failover test share.
+const extensionsLease = "platform-operator-extensions.acme.com"
+
+// startExtensionsReplica starts one more replica of the sidecar, with the
+// suite's flags plus args. It is stopped at the end of the test unless the
+// test stopped or killed it.
+func startExtensionsReplica(t *testing.T, name string, args ...string) *operatorProcess {
+	t.Helper()
+	p := &operatorProcess{
+		name: "extensions-" + name, bin: env.extensions.bin,
+		logPath:    filepath.Join(filepath.Dir(env.extensions.logPath), fmt.Sprintf("%s-extensions-%s.log", strings.ReplaceAll(t.Name(), "/", "-"), name)),
+		kubeconfig: env.extensions.kubeconfig,
+		fixedArgs:  env.extensions.fixedArgs,
+		args:       args,
+	}
+	if err := p.start(); err != nil {
+		t.Fatalf("starting %s: %v", p.name, err)
+	}
+	t.Cleanup(func() { _ = p.stop() })
+	return p
+}
+
+// scaledEvents returns, per message, how many times a Normal Scaled Event
+// about a CronScaler was recorded (Events with the same message are
+// aggregated into one object with a count).
+func scaledEvents(ctx context.Context, ns, name string) (map[string]int32, error) {
+	var list corev1.EventList
+	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]int32{}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "CronScaler" && e.InvolvedObject.Name == name && e.Reason == "Scaled" {
+			out[e.Message] += max(e.Count, 1)
+		}
+	}
+	return out, nil
+}
+
+// TestReliabilityExtensionsFailover (issue scenario 3, extensions sidecar):
+// two replicas of the sidecar share its Lease; the leader is killed with
+// SIGKILL while it is delivering a tenant's deleted event to a webhook that
+// does not answer, a few seconds before a CronScaler job fires. The
+// standby takes the lease within 20 s, and then:
+//   - applies the job that fired while no replica led, once;
+//   - does not apply again what the dead leader applied (one Scaled Event
+//     per fire, the status's lastScaleTime unchanged);
+//   - delivers the deleted event again with the same event id, and the
+//     tenant goes; the created event is not sent again.
+//
+// The CronScaler clock of both replicas is shifted (see the CronScaler
+// tests) so the fire times come within a minute of real time.
+func TestReliabilityExtensionsFailover(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, tenant, tenantNS = "e2e-rel-ext-failover", "failover-tenant", "failover-tenant-ns"
+	createNamespace(t, ns)
+
+	// The first delivery of the deleted event never gets an answer, so the
+	// leader is inside the delivery when it is killed; later ones succeed.
+	hook := newWebhookRecorder(func(ev map[string]any, attempt int) int {
+		if ev["type"] == "deleted" && attempt == 1 {
+			return 0
+		}
+		return http.StatusOK
+	})
+	defer hook.close()
+
+	// The suite's sidecar steps down (releasing the Lease) for the two
+	// replicas of this test and comes back after it.
+	if err := env.extensions.stop(); err != nil {
+		t.Fatalf("stopping the suite's sidecar: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.extensions.start(); err != nil {
+			t.Errorf("restarting the suite's sidecar: %v", err)
+		}
+	})
+
+	// Both replicas read M-20s now. Jobs: base at M-1min, up at M (the
+	// leader applies it), late at M+1min (fires while no replica leads).
+	m := time.Now().Truncate(time.Minute).Add(5 * time.Minute)
+	offset := time.Until(m.Add(-20 * time.Second))
+	realM := time.Now().Add(time.Until(m) - offset)
+	args := []string{
+		"--cronscaler-clock-offset", offset.String(),
+		"--tenant-webhook-url", hook.server.URL + "/tenants", "--tenant-webhook-timeout", "5m",
+	}
+	leader := startExtensionsReplica(t, "a", args...)
+	var leaderID string
+	g.Eventually(func() (string, error) {
+		var err error
+		leaderID, err = leaseHolder(ctx, extensionsLease)
+		return leaderID, err
+	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+	standby := startExtensionsReplica(t, "b", args...)
+	t.Logf("replica a leads (%s); replica b is on standby", leaderID)
+
+	for _, name := range []string{"steady", "late"} {
+		g.Expect(env.client.Create(ctx, newDeployment(ns, name, 1))).To(Succeed())
+	}
+	base := cronJob{"base", minuteCron(m.Add(-time.Minute)), 2}
+	applyManifest(g, ns, cronScalerManifest("steady", "apps/v1", "Deployment", "steady",
+		[]cronJob{base, {"up", minuteCron(m), 4}}, ""))
+	applyManifest(g, ns, cronScalerManifest("late", "apps/v1", "Deployment", "late",
+		[]cronJob{base, {"late", minuteCron(m.Add(time.Minute)), 6}}, ""))
+	applyTenant(g, tenant, tenantNS, "")
+	waitDeployed(g, ctx, tenant)
+	var uid string
+	g.Eventually(func(g Gomega) {
+		cr, err := getTenant(ctx, tenant)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cr.GetAnnotations()).To(HaveKey("tenancy.acme.com/created-event-delivered"))
+		uid = string(cr.GetUID())
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	t.Log("the leader applies the up job at M")
+	steady := newDeployment(ns, "steady", 0)
+	g.Eventually(func() (int32, error) { return specReplicas(ctx, steady) }).
+		WithTimeout(time.Until(realM) + 5*time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(4)))
+	var lastScale string
+	g.Eventually(func(g Gomega) {
+		cs, err := getCronScaler(ctx, ns, "steady")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("activeJob", "up"))
+		lastScale, _, _ = unstructured.NestedString(cs.Object, "status", "lastScaleTime")
+	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	steadyEvents, err := scaledEvents(ctx, ns, "steady")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steadyEvents).To(HaveLen(2), "base on create, up at M: %v", steadyEvents)
+
+	t.Log("delete the tenant: the leader is stuck delivering its deleted event")
+	out, err := kubectl("delete", "namespacetenant", tenant, "--wait=false")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() []webhookDelivery { return hook.of(tenant, "deleted") }).
+		WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(BeEmpty())
+
+	// Kill the leader 8 s before late fires (M+1min): the fire passes
+	// while the Lease still names the dead leader.
+	killAt := realM.Add(time.Minute - 8*time.Second)
+	if time.Now().After(killAt) {
+		t.Fatalf("the deleted event was sent only %s after M; the kill must come before M+1min", time.Since(realM))
+	}
+	time.Sleep(time.Until(killAt))
+	t.Log("kill -9 the leader: the standby takes over within 20 s")
+	killProcess(leader)
+	killed := time.Now()
+	g.Eventually(func() (string, error) { return leaseHolder(ctx, extensionsLease) }).
+		WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(leaderID))
+	takeover := time.Since(killed)
+	t.Logf("standby took the lease %s after the kill", takeover.Round(100*time.Millisecond))
+	g.Expect(takeover).To(BeNumerically("<=", 20*time.Second))
+
+	t.Log("the new leader applies the late job once, and nothing of steady again")
+	late := newDeployment(ns, "late", 0)
+	g.Eventually(func() (int32, error) { return specReplicas(ctx, late) }).
+		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(6)))
+	g.Eventually(func() (map[string]int32, error) { return scaledEvents(ctx, ns, "late") }).
+		WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(HaveLen(2))
+	g.Consistently(func(g Gomega) {
+		g.Expect(scaledEvents(ctx, ns, "steady")).To(Equal(steadyEvents))
+		lateEvents, err := scaledEvents(ctx, ns, "late")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lateEvents).To(HaveLen(2), "base on create, late after the takeover: %v", lateEvents)
+		for msg, n := range lateEvents {
+			g.Expect(n).To(Equal(int32(1)), msg)
+		}
+		cs, err := getCronScaler(ctx, ns, "steady")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("lastScaleTime", lastScale))
+	}).WithTimeout(5 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(standby.metric("cronscaler_scales_total", "result=success")).To(Equal(1.0),
+		"the new leader scaled only late")
+
+	t.Log("the new leader delivers the deleted event again, with the same id, and the tenant goes")
+	g.Eventually(func() bool {
+		_, err := getTenant(ctx, tenant)
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
+	deleted := hook.of(tenant, "deleted")
+	g.Expect(len(deleted)).To(BeNumerically(">=", 2))
+	g.Expect(deleted[len(deleted)-1].Status).To(Equal(http.StatusOK))
+	for _, d := range deleted {
+		g.Expect(d.Event["id"]).To(Equal(uid+"-deleted"), "every delivery carries the same id")
+	}
+	g.Expect(hook.of(tenant, "created")).To(HaveLen(1), "created is never sent twice")
+}
