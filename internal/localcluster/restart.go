@@ -32,7 +32,7 @@ func (p procs) saveArgs(name string, args []string) error {
 // StartProcess brings it back as it was; tests use the pair to simulate an
 // outage of the API server or etcd.
 func (c *Cluster) StopProcess(name string) error {
-	pid, err := c.pidOf(name)
+	pid, err := c.Pid(name)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (c *Cluster) StartProcess(name string) error {
 	if err := json.Unmarshal(b, &args); err != nil {
 		return fmt.Errorf("arguments of %s: %w", name, err)
 	}
-	if pid, err := c.pidOf(name); err == nil && syscall.Kill(pid, 0) == nil {
+	if pid, err := c.Pid(name); err == nil && syscall.Kill(pid, 0) == nil {
 		return fmt.Errorf("%s is running (pid %d)", name, pid)
 	}
 	p := procs{binDir: c.binDir, stateDir: c.stateDir}
@@ -73,8 +73,10 @@ func (c *Cluster) StartProcess(name string) error {
 	return waitFor(ctx, 60*time.Second, func() error { return ready(ctx, c.Server, filepath.Join(c.stateDir, "ca.crt")) })
 }
 
-// pidOf returns the id of the last process started as name.
-func (c *Cluster) pidOf(name string) (int, error) {
+// Pid returns the process id of the cluster process started last as name
+// ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+// "kwok").
+func (c *Cluster) Pid(name string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(c.stateDir, pidFile))
 	if err != nil {
 		return 0, err

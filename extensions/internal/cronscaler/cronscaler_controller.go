@@ -73,6 +73,7 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	plan := sched.At(now)
+	expected := cs.Status.DesiredReplicas
 	recordPlan(cs, plan)
 	sleep := untilNext(plan, now)
 
@@ -84,7 +85,7 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 		r.setReady(cs, metav1.ConditionTrue, ReasonWaiting, "no job has fired yet; the target is left alone until the first fire")
 		return ctrl.Result{RequeueAfter: sleep}, nil
 	}
-	if err := r.scale(ctx, cs, plan, now); err != nil {
+	if err := r.scale(ctx, cs, plan, expected, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: sleep}, nil
@@ -92,7 +93,10 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 
 // scale brings the target to the plan's count, recording the original count
 // first, and reports it in the Ready condition, Events and metrics.
-func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, plan schedule.Plan, now time.Time) error {
+//
+// expected is the count the target should have from the previous reconcile
+// (the desired count it recorded), nil when there is none.
+func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, plan schedule.Plan, expected *int32, now time.Time) error {
 	log := logr.FromContextOrDiscard(ctx)
 	job := cs.Spec.Jobs[plan.Active]
 	newFire := cs.Status.AppliedScheduleTime == nil || !cs.Status.AppliedScheduleTime.Time.Equal(plan.ActiveFire)
@@ -105,20 +109,11 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 	if err != nil {
 		return r.targetFailed(cs, trigger, err)
 	}
-	current, err := t.replicas(ctx)
+	current, scaled, err := r.setCount(ctx, cs, t, expected, job.Replicas, newFire)
 	if err != nil {
 		return r.targetFailed(cs, trigger, err)
 	}
-	// The original count is recorded the first time the target is read,
-	// before any change: usually on the CronScaler's first reconcile, so
-	// that the burst of work at a fire does not include it.
-	if err := r.recordOriginal(ctx, cs, t, current, job.Replicas); err != nil {
-		return r.targetFailed(cs, trigger, err)
-	}
-	if current != job.Replicas {
-		if err := t.setReplicas(ctx, job.Replicas); err != nil {
-			return r.targetFailed(cs, trigger, err)
-		}
+	if scaled {
 		scalesTotal.WithLabelValues("success", trigger).Inc()
 		stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
 		cs.Status.LastScaleTime = &stamp
@@ -130,10 +125,11 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 		log.Info("Scaled target", "target", t.describe(), "from", current, "to", job.Replicas, "job", job.Name, "trigger", trigger)
 	}
 	if newFire {
-		// Fires from before the CronScaler existed are applied but are not
-		// lag: nothing was late.
+		// The lag runs until the count is in place, so it is read from the
+		// clock now, after the write. Fires from before the CronScaler
+		// existed are applied but are not lag: nothing was late.
 		if plan.ActiveFire.After(cs.CreationTimestamp.Time) {
-			scaleLag.Observe(now.Sub(plan.ActiveFire).Seconds())
+			scaleLag.Observe(r.Clock.Now().Sub(plan.ActiveFire).Seconds())
 		}
 		applied := metav1.NewTime(plan.ActiveFire.UTC())
 		cs.Status.AppliedScheduleTime = &applied
@@ -141,6 +137,46 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 	r.setReady(cs, metav1.ConditionTrue, ReasonScaled,
 		fmt.Sprintf("%s has %d replicas, the count of job %s", t.describe(), job.Replicas, job.Name))
 	return nil
+}
+
+// setCount brings the target to want and returns the count it had and
+// whether it was changed.
+//
+// At a new fire the target usually still has the count of the previous
+// reconcile (expected), so the change is tried first as one request that
+// applies only if the count is indeed expected (see
+// target.swapReplicas): a burst of fires then costs the API server one
+// request each instead of a read and a write. Otherwise, and when the
+// target's original count is not recorded yet, the count is read and
+// written only when it differs.
+func (r *Reconciler) setCount(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, t target, expected *int32, want int32, newFire bool) (int32, bool, error) {
+	_, recorded := cs.Annotations[autoscalingv1alpha1.OriginalReplicasAnnotation]
+	if newFire && recorded && expected != nil && *expected != want {
+		swapped, err := t.swapReplicas(ctx, *expected, want)
+		if err != nil {
+			return 0, false, err
+		}
+		if swapped {
+			return *expected, true, nil
+		}
+	}
+	current, err := t.replicas(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	// The original count is recorded the first time the target is read,
+	// before any change: usually on the CronScaler's first reconcile, so
+	// that the burst of work at a fire does not include it.
+	if err := r.recordOriginal(ctx, cs, t, current, want); err != nil {
+		return 0, false, err
+	}
+	if current == want {
+		return current, false, nil
+	}
+	if err := t.setReplicas(ctx, want); err != nil {
+		return 0, false, err
+	}
+	return current, true, nil
 }
 
 // targetFailed reports a failure to read or scale the target and returns

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -103,7 +104,8 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 
 	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00+01:00"))
 	rec := record.NewFakeRecorder(100)
-	r := &Reconciler{Client: c, Recorder: rec, Clock: clock}
+	counting := &scaleCallCounter{Client: c}
+	r := &Reconciler{Client: counting, Recorder: rec, Clock: clock}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
 	driftBefore := counterValue(scalesTotal.WithLabelValues("success", triggerDrift))
 
@@ -116,19 +118,24 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 		active   string
 		next     string // the requeue is exactly until this fire
 		event    string // substring of the one Event expected, "" for none
+		// The target's /scale requests: a fire where the target has the
+		// count the CronScaler left is one JSON patch that tests it.
+		scaleCalls []string
 	}{
 		{
 			// Monday 07:00: last night's job is active; the Deployment goes
 			// from 2 to 1 (2 is recorded as the original count).
 			name: "create", now: "2026-11-23T07:00:00+01:00",
 			replicas: 1, active: "night-down", next: "2026-11-23T08:00:00+01:00",
-			event: "Normal Scaled Scaled Deployment/web from 2 to 1 replicas: job night-down fired at 2026-11-22T19:00:00Z",
+			event:      "Normal Scaled Scaled Deployment/web from 2 to 1 replicas: job night-down fired at 2026-11-22T19:00:00Z",
+			scaleCalls: []string{"get", "patch merge"},
 		},
 		{
 			// Woken for the 08:00 fire.
 			name: "fire", now: "2026-11-23T08:00:00.005+01:00",
 			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
-			event: "Normal Scaled Scaled Deployment/web from 1 to 5 replicas: job workday-up",
+			event:      "Normal Scaled Scaled Deployment/web from 1 to 5 replicas: job workday-up",
+			scaleCalls: []string{"patch json"},
 		},
 		{
 			// Someone scales by hand: the count is put back.
@@ -140,32 +147,45 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 				g.Expect(c.Update(ctx, d)).To(Succeed())
 			},
 			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
-			event: "Normal DriftCorrected Scaled Deployment/web from 9 to 5 replicas: the count was changed outside the CronScaler",
+			event:      "Normal DriftCorrected Scaled Deployment/web from 9 to 5 replicas: the count was changed outside the CronScaler",
+			scaleCalls: []string{"get", "patch merge"},
 		},
 		{
 			// Nothing to do between fires: no Event.
 			name: "idle", now: "2026-11-23T12:00:00+01:00",
 			replicas: 5, active: "workday-up", next: "2026-11-23T20:00:00+01:00",
+			scaleCalls: []string{"get"},
 		},
 		{
 			// The sidecar was down from Monday noon to Wednesday 21:30: the
 			// most recent missed job (Wednesday 20:00) applies at once.
 			name: "catch-up", now: "2026-11-25T21:30:00+01:00",
 			replicas: 1, active: "night-down", next: "2026-11-26T08:00:00+01:00",
-			event: "from 5 to 1 replicas: job night-down fired at 2026-11-25T19:00:00Z",
+			event:      "from 5 to 1 replicas: job night-down fired at 2026-11-25T19:00:00Z",
+			scaleCalls: []string{"patch json"},
 		},
 		{
-			// Christmas Eve (Thursday) morning.
+			// Christmas Eve (Thursday) morning. The count was changed while
+			// the sidecar was not watching: the tested patch is refused, and
+			// the count is read and written.
 			name: "christmas eve", now: "2026-12-24T08:00:00+01:00",
+			before: func(g Gomega) {
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+				d.Spec.Replicas = ptr.To[int32](3)
+				g.Expect(c.Update(ctx, d)).To(Succeed())
+			},
 			replicas: 5, active: "workday-up", next: "2026-12-24T20:00:00+01:00",
-			event: "from 1 to 5",
+			event:      "from 3 to 5",
+			scaleCalls: []string{"patch json", "get", "patch merge"},
 		},
 		{
 			// Christmas Day is excluded: neither job fires; the next fire is
 			// on the 26th at 20:00.
 			name: "excluded date", now: "2026-12-25T10:00:00+01:00",
 			replicas: 1, active: "night-down", next: "2026-12-26T20:00:00+01:00",
-			event: "from 5 to 1",
+			event:      "from 5 to 1",
+			scaleCalls: []string{"patch json"},
 		},
 	}
 	for _, s := range steps {
@@ -173,8 +193,10 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 		if s.before != nil {
 			s.before(g)
 		}
+		counting.calls = nil
 		res, err := r.Reconcile(ctx, req)
 		g.Expect(err).NotTo(HaveOccurred(), s.name)
+		g.Expect(counting.calls).To(Equal(s.scaleCalls), s.name)
 		g.Expect(res.RequeueAfter).To(Equal(at(s.next).Sub(clock.Now())+5*time.Millisecond), s.name)
 
 		d := &appsv1.Deployment{}
@@ -212,6 +234,36 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 	g.Expect(apierrors.IsNotFound(c.Get(ctx, req.NamespacedName, &autoscalingv1alpha1.CronScaler{}))).To(BeTrue())
 	g.Expect(drainEvents(rec)).To(ConsistOf(ContainSubstring("Normal Restored Restored Deployment/web to its original 2 replicas")))
+}
+
+// scaleCallCounter records the /scale requests made through it, as "get",
+// "patch json" or "patch merge".
+type scaleCallCounter struct {
+	client.Client
+	calls []string
+}
+
+func (c *scaleCallCounter) SubResource(name string) client.SubResourceClient {
+	if name != "scale" {
+		return c.Client.SubResource(name)
+	}
+	return scaleCalls{SubResourceClient: c.Client.SubResource(name), counter: c}
+}
+
+type scaleCalls struct {
+	client.SubResourceClient
+	counter *scaleCallCounter
+}
+
+func (s scaleCalls) Get(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
+	s.counter.calls = append(s.counter.calls, "get")
+	return s.SubResourceClient.Get(ctx, obj, sub, opts...)
+}
+
+func (s scaleCalls) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	kind := map[types.PatchType]string{types.JSONPatchType: "json", types.MergePatchType: "merge"}[patch.Type()]
+	s.counter.calls = append(s.counter.calls, "patch "+kind)
+	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
 }
 
 // TestReconcileHPA sets an HPA's minReplicas, raising maxReplicas when

@@ -32,6 +32,10 @@ type target interface {
 	replicas(ctx context.Context) (int32, error)
 	// setReplicas writes the count.
 	setReplicas(ctx context.Context, n int32) error
+	// swapReplicas writes to in one request if the count is from, and
+	// reports whether it did: false (and no error) when the count is not
+	// from, or when the kind cannot do it in one request.
+	swapReplicas(ctx context.Context, from, to int32) (bool, error)
 }
 
 // hpaTarget is a HorizontalPodAutoscaler: the job sets minReplicas, raising
@@ -105,6 +109,24 @@ func (t *scaleTarget) setReplicas(ctx context.Context, n int32) error {
 	return nil
 }
 
+// swapReplicas is a JSON patch of the /scale subresource that tests the
+// count before it replaces it: the API server applies both or neither.
+func (t *scaleTarget) swapReplicas(ctx context.Context, from, to int32) (bool, error) {
+	patch := client.RawPatch(types.JSONPatchType, fmt.Appendf(nil,
+		`[{"op":"test","path":"/spec/replicas","value":%d},{"op":"replace","path":"/spec/replicas","value":%d}]`, from, to))
+	err := t.c.SubResource("scale").Patch(ctx, t.object(), patch)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsInvalid(err):
+		// The test failed (the count is not from, or unset because it is
+		// 0); the caller reads the count and writes it the plain way,
+		// which also reports any other invalid patch precisely.
+		return false, nil
+	}
+	return false, t.classify(ctx, err)
+}
+
 // classify turns a failed /scale call into a precise error: unknown kind,
 // missing object, or an object without a /scale subresource.
 func (t *scaleTarget) classify(ctx context.Context, err error) error {
@@ -163,6 +185,10 @@ func (t *hpaTarget) setReplicas(ctx context.Context, n int32) error {
 	_, err := t.setBounds(ctx, n, 0)
 	return err
 }
+
+// swapReplicas is not done in one request for an HPA: raising maxReplicas
+// needs the object.
+func (t *hpaTarget) swapReplicas(context.Context, int32, int32) (bool, error) { return false, nil }
 
 // setBounds sets minReplicas to min and maxReplicas to max when max > 0,
 // else raises maxReplicas to min if needed. It returns the maxReplicas the

@@ -179,6 +179,10 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	time.Sleep(time.Until(fire.Add(-2 * time.Second)))
 	idleCPU1, _ := benchkit.ProcCPU(side.Pid())
 	idleWall := time.Since(idleStart)
+	// Who works during the burst: CPU seconds per process from 2 s before
+	// the fire until the last target is seen scaled.
+	burst := burstProcesses(cluster, side)
+	burstCPU0 := burst.cpu()
 
 	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
 	deadline := fire.Add(2 * time.Minute)
@@ -191,6 +195,15 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	burstCPU1 := burst.cpu()
+	var burstEnd time.Time
+	seenMu.Lock()
+	for _, t := range seen {
+		if t.After(burstEnd) {
+			burstEnd = t
+		}
+	}
+	seenMu.Unlock()
 	w.Stop()
 	cpu1, _ := benchkit.ProcCPU(side.Pid())
 	hwm, _ := benchkit.ProcPeakRSS(side.Pid())
@@ -213,11 +226,44 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 			benchkit.Percentile(lags, 50).Round(time.Millisecond), benchkit.Percentile(lags, 99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
 	fmt.Printf("sidecar lag histogram (cronscaler_scale_lag_seconds): %s\n", hist)
+	fmt.Printf("CPU seconds from fire-2s until all targets were seen scaled (%s):", burstEnd.Sub(fire.Add(-2*time.Second)).Round(100*time.Millisecond))
+	for i, name := range burst.names {
+		fmt.Printf("  %s %.2f", name, burstCPU1[i]-burstCPU0[i])
+	}
+	fmt.Println()
 	fmt.Printf("sidecar CPU over the run: %.2f s in %s wall (from sidecar start)\n", cpu1-cpu0, time.Since(runStart).Round(time.Second))
 	fmt.Printf("sidecar peak RSS: %.1f MiB\n", float64(hwm)/1024)
 	fmt.Printf("sidecar idle CPU between fires: %.4f s over %s = %.3f%% of a core\n",
 		idleCPU1-idleCPU0, idleWall.Round(time.Second), 100*(idleCPU1-idleCPU0)/idleWall.Seconds())
 	return nil
+}
+
+// processes are named processes whose CPU use is compared.
+type processes struct {
+	names []string
+	pids  []int
+}
+
+// burstProcesses are the control plane's processes, the sidecar and the
+// benchmark itself (its watch on the targets).
+func burstProcesses(cluster *localcluster.Cluster, side *benchkit.Process) processes {
+	var p processes
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
+		if pid, err := cluster.Pid(name); err == nil {
+			p.names, p.pids = append(p.names, name), append(p.pids, pid)
+		}
+	}
+	p.names, p.pids = append(p.names, "sidecar", "benchmark"), append(p.pids, side.Pid(), os.Getpid())
+	return p
+}
+
+// cpu returns the CPU seconds each process has used so far.
+func (p processes) cpu() []float64 {
+	out := make([]float64, len(p.pids))
+	for i, pid := range p.pids {
+		out[i], _ = benchkit.ProcCPU(pid)
+	}
+	return out
 }
 
 // targetCRD is a minimal namespaced kind with a /scale subresource.
