@@ -34,6 +34,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Clock is the time source of the schedule arithmetic.
 	Clock clock.PassiveClock
+	// burst defers status writes and Events during bursts of fires (see
+	// burstWriter); nil writes them in every reconcile.
+	burst *burstWriter
 }
 
 // +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers,verbs=get;list;watch;update;patch
@@ -43,23 +46,72 @@ type Reconciler struct {
 // Reconcile brings one CronScaler's target to the active job's count and
 // sleeps until the next fire.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var deferred *statusWrite
+	if r.burst != nil {
+		r.burst.begin()
+		defer r.burst.end()
+		deferred = r.burst.take(req.NamespacedName)
+	}
 	cs := &autoscalingv1alpha1.CronScaler{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cs.DeletionTimestamp.IsZero() {
+		if deferred != nil {
+			emit(r.Recorder, deferred.events)
+		}
 		return r.finalize(ctx, cs)
 	}
 	if err := r.syncFinalizer(ctx, cs); err != nil {
+		if deferred != nil {
+			r.burst.put(req.NamespacedName, deferred)
+		}
 		return ctrl.Result{}, err
 	}
 
+	// before is what the API server has; a deferred status, not written
+	// yet, is where this reconcile starts from.
 	before := cs.DeepCopy()
-	result, err := r.enforce(ctx, cs, r.Clock.Now())
-	if patchErr := r.patchStatus(ctx, before, cs); patchErr != nil {
+	events := &eventBuffer{}
+	if deferred != nil {
+		cs.Status = *deferred.after.Status.DeepCopy()
+		events.calls = deferred.events
+	}
+	rr := *r
+	rr.Recorder = events
+	result, err := rr.enforce(ctx, cs, r.Clock.Now())
+
+	w := &statusWrite{before: before, after: cs, events: events.calls, since: time.Now()}
+	if deferred != nil {
+		w.since = deferred.since
+	}
+	if err == nil && r.burst != nil && appliedFire(before, cs) && r.burst.busy() {
+		r.burst.put(req.NamespacedName, w)
+		return result, nil
+	}
+	patchErr := r.patchStatus(ctx, w.before, w.after)
+	emit(r.Recorder, w.events)
+	if patchErr != nil {
 		return ctrl.Result{}, errors.Join(err, patchErr)
 	}
 	return result, err
+}
+
+// appliedFire tells whether a reconcile applied a fire the status on the
+// API server does not record yet.
+func appliedFire(before, after *autoscalingv1alpha1.CronScaler) bool {
+	b, a := before.Status.AppliedScheduleTime, after.Status.AppliedScheduleTime
+	return a != nil && (b == nil || !b.Equal(a))
+}
+
+// writeStatus writes a deferred status (when it changed) and then emits
+// its Events.
+func (r *Reconciler) writeStatus(ctx context.Context, w *statusWrite) error {
+	if err := r.patchStatus(ctx, w.before, w.after); err != nil {
+		return err
+	}
+	emit(r.Recorder, w.events)
+	return nil
 }
 
 // enforce computes the plan at now, records it in the status and applies it

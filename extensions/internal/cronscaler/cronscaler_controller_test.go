@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -419,4 +420,80 @@ func TestIndexTarget(t *testing.T) {
 			g.Expect(indexTarget(cs)).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestReconcileDefersStatusDuringBurst: while other reconciles are in
+// flight, a fire scales the target at once but its status and Event wait
+// for the burst to end; a second reconcile meanwhile starts from the
+// deferred status and neither scales again nor duplicates the Event.
+func TestReconcileDefersStatusDuringBurst(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "burst"
+	namespace(g, c, ns)
+	dep := deployment(ns, "web", 1)
+	g.Expect(c.Create(ctx, dep)).To(Succeed())
+	cs := &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Jobs: []autoscalingv1alpha1.ScheduleJob{
+				{Name: "night", Schedule: "0 20 * * *", Replicas: 1},
+				{Name: "day", Schedule: "0 8 * * *", Replicas: 4},
+			},
+		},
+	}
+	g.Expect(c.Create(ctx, cs)).To(Succeed())
+
+	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00Z"))
+	rec := record.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Clock: clock}
+	r.burst = newBurstWriter(r.writeStatus, 2, time.Hour, logr.Discard())
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { _ = r.burst.Start(runCtx); close(stopped) }()
+	defer func() { stop(); <-stopped }()
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
+	stored := func() *autoscalingv1alpha1.CronScaler {
+		got := &autoscalingv1alpha1.CronScaler{}
+		g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+		return got
+	}
+	replicas := func() int32 {
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+		return *d.Spec.Replicas
+	}
+
+	t.Log("alone: the status is written in the reconcile")
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored().Status.ActiveJob).To(Equal("night"))
+
+	t.Log("the day job fires while another reconcile is in flight")
+	r.burst.begin()
+	clock.SetTime(at("2026-11-23T08:00:00.005Z"))
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replicas()).To(Equal(int32(4)), "the target is scaled at once")
+	g.Expect(stored().Status.ActiveJob).To(Equal("night"), "the status waits")
+	g.Expect(drainEvents(rec)).To(BeEmpty(), "the Event waits with it")
+
+	t.Log("reconciled again during the burst: nothing new happens")
+	clock.SetTime(at("2026-11-23T08:00:01Z"))
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replicas()).To(Equal(int32(4)))
+	g.Expect(stored().Status.ActiveJob).To(Equal("night"))
+
+	t.Log("the burst ends: the status and the one Event go out")
+	r.burst.end()
+	g.Eventually(func() string { return stored().Status.ActiveJob }).WithTimeout(5 * time.Second).Should(Equal("day"))
+	got := stored()
+	g.Expect(got.Status.AppliedScheduleTime.Time).To(BeTemporally("==", at("2026-11-23T08:00:00Z")))
+	g.Expect(*got.Status.DesiredReplicas).To(Equal(int32(4)))
+	g.Eventually(func() []string { return drainEvents(rec) }).WithTimeout(5 * time.Second).Should(
+		ConsistOf(ContainSubstring("Normal Scaled Scaled Deployment/web from 1 to 4 replicas: job day fired at 2026-11-23T08:00:00Z")))
+	g.Consistently(func() []string { return drainEvents(rec) }).WithTimeout(300 * time.Millisecond).Should(BeEmpty())
 }

@@ -304,21 +304,23 @@ func startSidecar(bin, kubeconfig, dir string, concurrency int) (*benchkit.Proce
 }
 
 // waitReconciled waits until the controller has reconciled at least n
-// times and then stayed quiet for two seconds.
+// times and then stayed quiet for two seconds: no reconcile and no API
+// request (statuses written after a burst included).
 func waitReconciled(s *benchkit.Process, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	last, quietSince := -1.0, time.Now()
+	var last [2]float64
+	quietSince := time.Now()
 	for time.Now().Before(deadline) {
-		v := s.Metric("controller_runtime_reconcile_total", `controller="cronscaler"`)
-		if v != last {
-			last, quietSince = v, time.Now()
+		now := [2]float64{s.Metric("controller_runtime_reconcile_total", `controller="cronscaler"`), s.Metric("rest_client_requests_total")}
+		if now != last {
+			last, quietSince = now, time.Now()
 		}
-		if v >= float64(n) && time.Since(quietSince) > 2*time.Second {
+		if now[0] >= float64(n) && time.Since(quietSince) > 2*time.Second {
 			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("the initial reconciles did not finish within %s (%v done)", timeout, last)
+	return fmt.Errorf("the initial reconciles did not finish within %s (%v done)", timeout, last[0])
 }
 
 // histogram summarises the sidecar's lag histogram as cumulative counts.
