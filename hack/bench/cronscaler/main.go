@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -53,15 +54,16 @@ func main() {
 	binDir := flag.String("bin-dir", "bin/k8s", "directory with etcd and kube-apiserver and the other control plane binaries")
 	extensions := flag.String("extensions", "bin/extensions", "the sidecar binary")
 	crdDir := flag.String("crd-dir", "config/crd/bases", "CRDs to install")
-	concurrency := flag.Int("concurrency", 8, "--cronscaler-max-concurrent-reconciles of the sidecar")
+	concurrency := flag.Int("concurrency", 8, "--cronscaler-max-concurrent-reconciles of the sidecar (with -floor: parallel patches)")
+	floor := flag.Bool("floor", false, "no sidecar: patch the N targets' /scale directly, all at once, to measure what the API server alone allows")
 	flag.Parse()
-	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency); err != nil {
+	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency, *floor); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cronscaler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
+func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor bool) error {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "bench-cronscaler-")
 	if err != nil {
@@ -101,6 +103,9 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 		return fmt.Errorf("creating targets: %w", err)
 	}
 	fmt.Printf("created %d targets in %s\n", n, time.Since(start).Round(time.Millisecond))
+	if floor {
+		return floorRun(ctx, cluster, dyn, n, concurrency)
+	}
 
 	side, err := startSidecar(extensionsBin, cluster.Kubeconfig, state, concurrency)
 	if err != nil {
@@ -238,6 +243,62 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int) error {
 	return nil
 }
 
+// floorRun is the lower bound of the lag on this machine: no controller,
+// the benchmark itself sends the N scale patches a burst of fires costs
+// (the same tested JSON patch of /scale the controller sends), with
+// concurrency in flight, and the same watch sees them land.
+func floorRun(ctx context.Context, cluster *localcluster.Cluster, dyn dynamic.Interface, n, concurrency int) error {
+	w, err := dyn.Resource(targetGVR).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	seen := make(chan time.Time, n)
+	go func() {
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type == watch.Modified {
+				if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r == 2 {
+					seen <- time.Now()
+				}
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second) // let the watch settle
+	procs := burstProcesses(cluster, nil)
+	cpu0 := procs.cpu()
+	patch := []byte(`[{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":2}]`)
+	start := time.Now()
+	if err := benchkit.Parallel(n, concurrency, func(i int) error {
+		_, err := dyn.Resource(targetGVR).Namespace(ns).Patch(ctx, fmt.Sprintf("t%04d", i), types.JSONPatchType, patch, metav1.PatchOptions{}, "scale")
+		return err
+	}); err != nil {
+		return fmt.Errorf("patching /scale: %w", err)
+	}
+	lags := make([]time.Duration, 0, n)
+	timeout := time.After(time.Minute)
+	for len(lags) < n {
+		select {
+		case t := <-seen:
+			lags = append(lags, t.Sub(start))
+		case <-timeout:
+			return fmt.Errorf("only %d of %d patches seen by the watch", len(lags), n)
+		}
+	}
+	cpu1 := procs.cpu()
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	fmt.Println()
+	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchkit.CPUModel())
+	fmt.Printf("floor: %d /scale patches sent at once by the benchmark, %d in flight, no sidecar\n", n, concurrency)
+	fmt.Printf("lag start -> scale seen by a watch: p50 %s  p99 %s  max %s\n",
+		benchkit.Percentile(lags, 50).Round(time.Millisecond), benchkit.Percentile(lags, 99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	fmt.Printf("CPU seconds from the start until all were seen (%s):", lags[len(lags)-1].Round(100*time.Millisecond))
+	for i, name := range procs.names {
+		fmt.Printf("  %s %.2f", name, cpu1[i]-cpu0[i])
+	}
+	fmt.Println()
+	return nil
+}
+
 // processes are named processes whose CPU use is compared.
 type processes struct {
 	names []string
@@ -253,7 +314,10 @@ func burstProcesses(cluster *localcluster.Cluster, side *benchkit.Process) proce
 			p.names, p.pids = append(p.names, name), append(p.pids, pid)
 		}
 	}
-	p.names, p.pids = append(p.names, "sidecar", "benchmark"), append(p.pids, side.Pid(), os.Getpid())
+	if side != nil {
+		p.names, p.pids = append(p.names, "sidecar"), append(p.pids, side.Pid())
+	}
+	p.names, p.pids = append(p.names, "benchmark"), append(p.pids, os.Getpid())
 	return p
 }
 
