@@ -36,13 +36,14 @@ func ManagerOptions(opts Options) ctrl.Options {
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
 		// Below the Pod's termination grace period; see shutdown.go.
 		GracefulShutdownTimeout: ptr.To(DefaultGracefulShutdownTimeout),
-		Cache:                   cache.Options{DefaultNamespaces: CacheNamespaces(opts.WatchNamespaces)},
+		Cache:                   cacheOptions(opts.WatchNamespaces),
 	}
 	opts.LeaderElectionTiming.Apply(&o)
 	return o

@@ -78,6 +78,9 @@ type Options struct {
 	// HealthProbeBindAddress is the address of /healthz and /readyz; "0"
 	// disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress is the address of Go's /debug/pprof endpoints; "0"
+	// (the default) disables them.
+	PprofBindAddress string
 
 	// ReconcilePeriod is the resync period used for watches that set no
 	// reconcilePeriod of their own.
@@ -114,6 +117,7 @@ func DefaultOptions() Options {
 		MetricsBindAddress:      DefaultMetricsBindAddress,
 		MetricsSecure:           true,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
+		PprofBindAddress:        "0",
 		ReconcilePeriod:         DefaultReconcilePeriod,
 		MaxConcurrentReconciles: runtime.NumCPU(),
 		MaxReleaseHistory:       DefaultMaxReleaseHistory,
@@ -140,6 +144,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Allow HTTP/2 on the metrics server.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		"Address Go's /debug/pprof endpoints bind to (unauthenticated: keep it on loopback); \"0\" disables them.")
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", o.ReconcilePeriod,
 		"Resync period of releases whose watch sets no reconcilePeriod.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
