@@ -750,6 +750,32 @@ func leaseHolder(ctx context.Context, name string) (string, error) {
 	return *l.Spec.HolderIdentity, nil
 }
 
+// awaitLeader waits until a replica holds the Lease and returns its
+// identity.
+func awaitLeader(g Gomega, lease string) string {
+	var id string
+	g.EventuallyWithOffset(1, func() (string, error) {
+		var err error
+		id, err = leaseHolder(context.Background(), lease)
+		return id, err
+	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+	return id
+}
+
+// killLeaderExpectTakeover kills the leader with SIGKILL and expects
+// another replica to hold the Lease within 20 s.
+func killLeaderExpectTakeover(t *testing.T, g Gomega, leader *operatorProcess, lease, leaderID string) {
+	t.Helper()
+	t.Log("kill -9 the leader: the standby takes over within 20 s")
+	killProcess(leader)
+	killed := time.Now()
+	g.Eventually(func() (string, error) { return leaseHolder(context.Background(), lease) }).
+		WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(leaderID))
+	takeover := time.Since(killed)
+	t.Logf("standby took the lease %s after the kill", takeover.Round(100*time.Millisecond))
+	g.Expect(takeover).To(BeNumerically("<=", 20*time.Second))
+}
+
 // TestReliabilityManagerFailover (issue scenario 3, Helm runtime): two
 // replicas of the runtime; the leader is killed with SIGKILL while a
 // release is pending-upgrade. The standby takes the lease within 20 s,
@@ -764,12 +790,7 @@ func TestReliabilityManagerFailover(t *testing.T) {
 	createNamespace(t, ns)
 
 	leader := startHoldHookManager(t, "a", lease)
-	var leaderID string
-	g.Eventually(func() (string, error) {
-		var err error
-		leaderID, err = leaseHolder(ctx, lease)
-		return leaderID, err
-	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+	leaderID := awaitLeader(g, lease)
 	startHoldHookManager(t, "b", lease)
 	t.Logf("replica a leads (%s); replica b is on standby", leaderID)
 
@@ -778,14 +799,7 @@ func TestReliabilityManagerFailover(t *testing.T) {
 	applyHoldHook(g, ns, "web", "message: v2\nhold: true")
 	expectPending(t, ns, "web", "pending-upgrade")
 
-	t.Log("kill -9 the leader: the standby takes over within 20 s")
-	killProcess(leader)
-	killed := time.Now()
-	g.Eventually(func() (string, error) { return leaseHolder(ctx, lease) }).
-		WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(leaderID))
-	takeover := time.Since(killed)
-	t.Logf("standby took the lease %s after the kill", takeover.Round(100*time.Millisecond))
-	g.Expect(takeover).To(BeNumerically("<=", 20*time.Second))
+	killLeaderExpectTakeover(t, g, leader, lease, leaderID)
 
 	converged := expectHoldHookConverged(t, ns, "web", "v2", 60*time.Second)
 	t.Logf("the pending upgrade converged %s after the takeover", converged.Round(100*time.Millisecond))

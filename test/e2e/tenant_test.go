@@ -64,6 +64,19 @@ func waitDeployed(g Gomega, ctx context.Context, name string) {
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
+// waitCreatedDelivered waits until the sidecar records on the tenant that
+// its created event was delivered, and returns the tenant's UID.
+func waitCreatedDelivered(g Gomega, ctx context.Context, name string) string {
+	var uid string
+	g.EventuallyWithOffset(1, func(g Gomega) {
+		cr, err := getTenant(ctx, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cr.GetAnnotations()).To(HaveKey("tenancy.acme.com/created-event-delivered"))
+		uid = string(cr.GetUID())
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return uid
+}
+
 // tenantEvents returns "Type/Reason: message" of every Event about the
 // tenant.
 func tenantEvents(ctx context.Context, name string) ([]string, error) {
@@ -341,13 +354,7 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 	applyTenant(g, stuck, "hook-stuck-ns", "")
 	waitDeployed(g, ctx, retried)
 	waitDeployed(g, ctx, stuck)
-	var uid string
-	g.Eventually(func(g Gomega) {
-		cr, err := getTenant(ctx, retried)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cr.GetAnnotations()).To(HaveKey("tenancy.acme.com/created-event-delivered"))
-		uid = string(cr.GetUID())
-	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	uid := waitCreatedDelivered(g, ctx, retried)
 	created := hook.of(retried, "created")
 	g.Expect(created).To(HaveLen(1))
 	g.Expect(created[0].Authorization).To(Equal("Bearer s3cret"))
