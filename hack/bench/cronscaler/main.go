@@ -186,8 +186,8 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	idleWall := time.Since(idleStart)
 	// Who works during the burst: CPU seconds per process from 2 s before
 	// the fire until the last target is seen scaled.
-	burst := burstProcesses(cluster, side)
-	burstCPU0 := burst.cpu()
+	burst := benchkit.ClusterProcesses(cluster.Pid, map[string]int{"sidecar": side.Pid()})
+	burst.Mark()
 
 	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
 	deadline := fire.Add(2 * time.Minute)
@@ -200,7 +200,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	burstCPU1 := burst.cpu()
+	burstCPU := burst.CPUSince()
 	var burstEnd time.Time
 	seenMu.Lock()
 	for _, t := range seen {
@@ -232,10 +232,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	}
 	fmt.Printf("sidecar lag histogram (cronscaler_scale_lag_seconds): %s\n", hist)
 	fmt.Printf("CPU seconds from fire-2s until all targets were seen scaled (%s):", burstEnd.Sub(fire.Add(-2*time.Second)).Round(100*time.Millisecond))
-	for i, name := range burst.names {
-		fmt.Printf("  %s %.2f", name, burstCPU1[i]-burstCPU0[i])
-	}
-	fmt.Println()
+	fmt.Printf("  %s\n", burstCPU)
 	fmt.Printf("sidecar CPU over the run: %.2f s in %s wall (from sidecar start)\n", cpu1-cpu0, time.Since(runStart).Round(time.Second))
 	fmt.Printf("sidecar peak RSS: %.1f MiB\n", float64(hwm)/1024)
 	fmt.Printf("sidecar idle CPU between fires: %.4f s over %s = %.3f%% of a core\n",
@@ -264,8 +261,8 @@ func floorRun(ctx context.Context, cluster *localcluster.Cluster, dyn dynamic.In
 		}
 	}()
 	time.Sleep(2 * time.Second) // let the watch settle
-	procs := burstProcesses(cluster, nil)
-	cpu0 := procs.cpu()
+	procs := benchkit.ClusterProcesses(cluster.Pid, nil)
+	procs.Mark()
 	patch := []byte(`[{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":2}]`)
 	start := time.Now()
 	if err := benchkit.Parallel(n, concurrency, func(i int) error {
@@ -284,7 +281,7 @@ func floorRun(ctx context.Context, cluster *localcluster.Cluster, dyn dynamic.In
 			return fmt.Errorf("only %d of %d patches seen by the watch", len(lags), n)
 		}
 	}
-	cpu1 := procs.cpu()
+	cpu := procs.CPUSince()
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	fmt.Println()
 	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchkit.CPUModel())
@@ -292,42 +289,8 @@ func floorRun(ctx context.Context, cluster *localcluster.Cluster, dyn dynamic.In
 	fmt.Printf("lag start -> scale seen by a watch: p50 %s  p99 %s  max %s\n",
 		benchkit.Percentile(lags, 50).Round(time.Millisecond), benchkit.Percentile(lags, 99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	fmt.Printf("CPU seconds from the start until all were seen (%s):", lags[len(lags)-1].Round(100*time.Millisecond))
-	for i, name := range procs.names {
-		fmt.Printf("  %s %.2f", name, cpu1[i]-cpu0[i])
-	}
-	fmt.Println()
+	fmt.Printf("  %s\n", cpu)
 	return nil
-}
-
-// processes are named processes whose CPU use is compared.
-type processes struct {
-	names []string
-	pids  []int
-}
-
-// burstProcesses are the control plane's processes, the sidecar and the
-// benchmark itself (its watch on the targets).
-func burstProcesses(cluster *localcluster.Cluster, side *benchkit.Process) processes {
-	var p processes
-	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
-		if pid, err := cluster.Pid(name); err == nil {
-			p.names, p.pids = append(p.names, name), append(p.pids, pid)
-		}
-	}
-	if side != nil {
-		p.names, p.pids = append(p.names, "sidecar"), append(p.pids, side.Pid())
-	}
-	p.names, p.pids = append(p.names, "benchmark"), append(p.pids, os.Getpid())
-	return p
-}
-
-// cpu returns the CPU seconds each process has used so far.
-func (p processes) cpu() []float64 {
-	out := make([]float64, len(p.pids))
-	for i, pid := range p.pids {
-		out[i], _ = benchkit.ProcCPU(pid)
-	}
-	return out
 }
 
 // targetCRD is a minimal namespaced kind with a /scale subresource.

@@ -102,6 +102,7 @@ func main() {
 	plot := flag.String("plot", "", "PNG plot of time-to-Deployed vs N (default <out>/runtime-deployed.png)")
 	deadline := flag.Duration("phase-timeout", 15*time.Minute, "longest wait for one phase (all Deployed, all recreated, all upgraded)")
 	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
+	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
 	flag.Parse()
 
 	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency}
@@ -138,7 +139,7 @@ func main() {
 	}
 	all := map[string]runtimeSpec{
 		ours: {name: ours, bin: *manager, args: func(w, m string) []string {
-			return []string{"--watches-file", w, "--metrics-bind-address", m, "--metrics-secure=false", "--health-probe-bind-address", "0"}
+			return append([]string{"--watches-file", w, "--metrics-bind-address", m, "--metrics-secure=false", "--health-probe-bind-address", "0"}, strings.Fields(*oursArgs)...)
 		}},
 		"helm-operator-plugins": {name: "helm-operator-plugins", bin: *hop, args: func(w, m string) []string {
 			return []string{"run", "--watches-file", w, "--metrics-bind-address", m, "--health-probe-bind-address", "0"}
@@ -272,6 +273,8 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	for i := range n {
 		names[i] = fmt.Sprintf("web-%04d", i)
 	}
+	procs := benchkit.ClusterProcesses(cluster.Pid, map[string]int{"runtime": proc.Pid()})
+	procs.Mark()
 	start := time.Now()
 	if err := benchkit.Parallel(n, 16, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -287,6 +290,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   created %d in %s\n", n, time.Since(start).Round(time.Millisecond))
 	last := obs.waitDeployed(cfg.deadline)
+	installCPU := procs.CPUSince()
 	lat := obs.deployLatencies()
 	res.Deployed = len(lat)
 	if res.Deployed == n {
@@ -296,6 +300,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	res.LatencyP50, res.LatencyP99 = benchkit.Percentile(sorted, 50), benchkit.Percentile(sorted, 99)
 	fmt.Printf("   Deployed: %d/%d, all after %s, p50 %s, p99 %s\n", res.Deployed, n,
 		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
+	fmt.Printf("   CPU seconds until all were Deployed: %s\n", installCPU)
 
 	// 2. Idle window, after the reconciles caused by the creation quiet down
 	// (or cfg.settle passes: peers resync all the time).

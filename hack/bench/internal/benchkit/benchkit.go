@@ -271,3 +271,64 @@ lines:
 	}
 	return sum
 }
+
+// Processes are named processes whose CPU use over a phase is compared.
+type Processes struct {
+	names []string
+	pids  []int
+	start []float64
+}
+
+// ClusterProcesses are kube-apiserver, etcd and kube-controller-manager of
+// a local cluster (pid looks them up), then the extra named processes, then
+// the calling process itself as "benchmark".
+func ClusterProcesses(pid func(name string) (int, error), extra map[string]int) *Processes {
+	p := &Processes{}
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
+		if id, err := pid(name); err == nil {
+			p.names, p.pids = append(p.names, name), append(p.pids, id)
+		}
+	}
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p.names, p.pids = append(p.names, name), append(p.pids, extra[name])
+	}
+	p.names, p.pids = append(p.names, "benchmark"), append(p.pids, os.Getpid())
+	return p
+}
+
+// Mark records the CPU seconds each process has used so far: the start of
+// the phase that CPUSince reports.
+func (p *Processes) Mark() {
+	p.start = p.cpu()
+}
+
+// CPUSince is "name seconds" per process for the CPU used since Mark, in
+// the order the processes were given.
+func (p *Processes) CPUSince() string {
+	now := p.cpu()
+	var b strings.Builder
+	for i, name := range p.names {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		var before float64
+		if i < len(p.start) {
+			before = p.start[i]
+		}
+		fmt.Fprintf(&b, "%s %.2f", name, now[i]-before)
+	}
+	return b.String()
+}
+
+func (p *Processes) cpu() []float64 {
+	out := make([]float64, len(p.pids))
+	for i, pid := range p.pids {
+		out[i], _ = ProcCPU(pid)
+	}
+	return out
+}
