@@ -41,7 +41,7 @@ func TestDefaultOptions(t *testing.T) {
 	g.Expect(o.EnableHTTP2).To(BeFalse())                                     // HTTP/1.1 only
 	g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))                     // /healthz, /readyz
 	g.Expect(o.ReconcilePeriod).To(Equal(time.Hour))                          // fallback resync period
-	g.Expect(o.MaxConcurrentReconciles).To(Equal(runtime.NumCPU()))           // fallback parallelism
+	g.Expect(o.MaxConcurrentReconciles).To(Equal(4 * runtime.NumCPU()))       // fallback parallelism
 	g.Expect(o.MaxReleaseHistory).To(Equal(10))                               // revisions kept
 	g.Expect(o.ReleaseNamespace).To(BeEmpty())                                // resolved by Complete
 	g.Expect(o.WatchNamespaces).To(BeNil())                                   // resolved by Complete
