@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,17 +78,20 @@ type chartDigest struct {
 	// skippable is false for charts whose rendering depends on more than
 	// the chart and the values (templates calling lookup).
 	skippable bool
-	err       error
+	// capabilities is set for charts whose templates read .Capabilities.
+	capabilities bool
+	err          error
 }
 
 // ReleaseDigest returns the digest of a release rendered from chrt with
-// vals: SHA-256 over the chart's content (metadata, templates, files,
-// default values, schema, dependencies, recursively) and the final values
-// the library passes to Helm, truncated to 40 hex digits so that it fits a
-// label value. ok is false when the chart's rendering depends on the live
-// cluster (it calls lookup), so that equal digests do not mean equal
-// manifests.
-func ReleaseDigest(chrt *chart.Chart, vals map[string]interface{}) (digest string, ok bool, err error) {
+// vals on a server with caps: SHA-256 over the chart's content (metadata,
+// templates, files, default values, schema, dependencies, recursively),
+// the final values the library passes to Helm and, for charts whose
+// templates read .Capabilities, the server's version and API versions,
+// truncated to 40 hex digits so that it fits a label value. ok is false
+// when the chart's rendering depends on the live cluster (it calls
+// lookup), so that equal digests do not mean equal manifests.
+func ReleaseDigest(chrt *chart.Chart, vals map[string]interface{}, caps *chartutil.Capabilities) (digest string, ok bool, err error) {
 	cd := digestOfChart(chrt)
 	if cd.err != nil {
 		return "", false, cd.err
@@ -99,6 +103,9 @@ func ReleaseDigest(chrt *chart.Chart, vals map[string]interface{}) (digest strin
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nchart %s\nvalues %d\n", releaseDigestVersion, cd.sum, len(v))
 	h.Write(v)
+	if cd.capabilities {
+		fmt.Fprintf(h, "\ncapabilities %s\n", capabilitiesFingerprint(caps))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:40], cd.skippable, nil
 }
 
@@ -110,14 +117,14 @@ func digestOfChart(chrt *chart.Chart) chartDigest {
 		return cd.(chartDigest)
 	}
 	h := sha256.New()
-	skippable, err := hashChart(h, chrt)
-	cd := chartDigest{sum: hex.EncodeToString(h.Sum(nil)), skippable: skippable, err: err}
+	skippable, capabilities, err := hashChart(h, chrt)
+	cd := chartDigest{sum: hex.EncodeToString(h.Sum(nil)), skippable: skippable, capabilities: capabilities, err: err}
 	chartDigests.Store(chrt, cd)
 	return cd
 }
 
 // hashChart writes chrt's content, and its dependencies', to h.
-func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (skippable bool, err error) {
+func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (skippable, capabilities bool, err error) {
 	// Every field is length-prefixed by encoding/json or explicitly, so that
 	// no two different charts produce the same byte stream.
 	content := struct {
@@ -130,7 +137,7 @@ func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (sk
 	}{chrt.Metadata, chrt.Lock, chrt.Templates, chrt.Files, chrt.Values, chrt.Schema}
 	b, err := json.Marshal(content)
 	if err != nil {
-		return false, fmt.Errorf("digest chart %s: %w", chrt.Name(), err)
+		return false, false, fmt.Errorf("digest chart %s: %w", chrt.Name(), err)
 	}
 	fmt.Fprintf(h, "chart %d\n", len(b))
 	h.Write(b)
@@ -139,17 +146,21 @@ func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (sk
 		if lookupCall.Match(t.Data) {
 			skippable = false
 		}
+		if capabilitiesCall.Match(t.Data) {
+			capabilities = true
+		}
 	}
 	deps := chrt.Dependencies()
 	fmt.Fprintf(h, "dependencies %d\n", len(deps))
 	for _, d := range deps {
-		ok, err := hashChart(h, d)
+		ok, caps, err := hashChart(h, d)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		skippable = skippable && ok
+		capabilities = capabilities || caps
 	}
-	return skippable, nil
+	return skippable, capabilities, nil
 }
 
 // digestActionClientGetter wraps an ActionClientGetter so that its action
@@ -216,6 +227,14 @@ func (c *digestActionClient) Get(name string, opts ...helmclient.GetOption) (*re
 	return rel, err
 }
 
+// capabilities are the API server's capabilities the action renders with.
+func (c *digestActionClient) capabilities() *chartutil.Capabilities {
+	if cfg := c.Config(); cfg != nil {
+		return cfg.Capabilities
+	}
+	return nil
+}
+
 // forget drops the remembered release; every call that may change a
 // release calls it first.
 func (c *digestActionClient) forget() {
@@ -227,7 +246,7 @@ func (c *digestActionClient) forget() {
 // Install installs the release and records its digest.
 func (c *digestActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
 	c.forget()
-	digest, _, err := ReleaseDigest(chrt, vals)
+	digest, _, err := ReleaseDigest(chrt, vals, c.capabilities())
 	if err != nil {
 		return nil, err
 	}
@@ -244,17 +263,15 @@ func (c *digestActionClient) Install(name, namespace string, chrt *chart.Chart, 
 // records the digest on the deployed release, so that the next one is
 // skipped.
 func (c *digestActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	probe := action.NewUpgrade(&action.Configuration{})
-	for _, o := range opts {
-		if err := o(probe); err != nil {
-			return nil, err
-		}
-	}
-	digest, skippable, err := ReleaseDigest(chrt, vals)
+	dry, err := isDryRun(opts)
 	if err != nil {
 		return nil, err
 	}
-	if !probe.DryRun {
+	digest, skippable, err := ReleaseDigest(chrt, vals, c.capabilities())
+	if err != nil {
+		return nil, err
+	}
+	if !dry {
 		c.forget()
 		opts = append(opts, func(u *action.Upgrade) error {
 			u.Labels = withLabel(u.Labels, ReleaseDigestLabel, digest)

@@ -3,6 +3,7 @@ package helmruntime
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -10,6 +11,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -31,7 +33,7 @@ func digestChart(edit func(*chart.Chart)) *chart.Chart {
 
 func TestReleaseDigest(t *testing.T) {
 	base := map[string]interface{}{"greeting": "hi", "nested": map[string]interface{}{"a": 1, "b": "x"}}
-	baseDigest, ok, err := ReleaseDigest(digestChart(nil), base)
+	baseDigest, ok, err := ReleaseDigest(digestChart(nil), base, testCapabilities)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(ok).To(BeTrue())
 	NewWithT(t).Expect(baseDigest).To(HaveLen(40)) // fits a label value
@@ -99,7 +101,7 @@ func TestReleaseDigest(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d, ok, err := ReleaseDigest(tc.chart, tc.vals)
+			d, ok, err := ReleaseDigest(tc.chart, tc.vals, testCapabilities)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(Equal(tc.skippable))
 			if tc.same {
@@ -107,6 +109,62 @@ func TestReleaseDigest(t *testing.T) {
 			} else {
 				g.Expect(d).NotTo(Equal(baseDigest))
 			}
+		})
+	}
+}
+
+// testCapabilities are a server's capabilities in digest tests.
+var testCapabilities = &chartutil.Capabilities{
+	KubeVersion: chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"},
+	APIVersions: chartutil.VersionSet{"v1", "apps/v1", "apps/v1/Deployment"},
+}
+
+// TestReleaseDigestCapabilities shows that the capabilities are part of
+// the digest of charts that read them, and only of those.
+func TestReleaseDigestCapabilities(t *testing.T) {
+	g := NewWithT(t)
+	vals := map[string]interface{}{"greeting": "hi"}
+	withCRD := &chartutil.Capabilities{
+		KubeVersion: testCapabilities.KubeVersion,
+		APIVersions: append(slices.Clone(testCapabilities.APIVersions), "monitoring.example.com/v1"),
+	}
+	upgraded := &chartutil.Capabilities{
+		KubeVersion: chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: "36"},
+		APIVersions: testCapabilities.APIVersions,
+	}
+	reordered := &chartutil.Capabilities{
+		KubeVersion: testCapabilities.KubeVersion,
+		APIVersions: chartutil.VersionSet{"apps/v1/Deployment", "v1", "apps/v1"},
+	}
+	digest := func(chrt *chart.Chart, caps *chartutil.Capabilities) string {
+		d, ok, err := ReleaseDigest(chrt, vals, caps)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ok).To(BeTrue())
+		return d
+	}
+
+	plain := digestChart(nil)
+	g.Expect(digest(plain, withCRD)).To(Equal(digest(plain, testCapabilities)))
+	g.Expect(digest(plain, nil)).To(Equal(digest(plain, testCapabilities)))
+
+	for name, chrt := range map[string]*chart.Chart{
+		"a template": digestChart(func(c *chart.Chart) {
+			c.Templates[0].Data = []byte(`{{ if .Capabilities.APIVersions.Has "monitoring.example.com/v1" }}x{{ end }}`)
+		}),
+		"a dependency": digestChart(func(c *chart.Chart) {
+			c.AddDependency(digestChart(func(d *chart.Chart) {
+				d.Metadata.Name = "sub"
+				d.Templates[0].Data = []byte(`{{ .Capabilities.KubeVersion.Minor }}`)
+			}))
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			base := digest(chrt, testCapabilities)
+			g.Expect(digest(chrt, withCRD)).NotTo(Equal(base))
+			g.Expect(digest(chrt, upgraded)).NotTo(Equal(base))
+			g.Expect(digest(chrt, nil)).NotTo(Equal(base))
+			g.Expect(digest(chrt, reordered)).To(Equal(base))
 		})
 	}
 }
@@ -187,7 +245,7 @@ func TestDigestActionClient(t *testing.T) {
 	g := NewWithT(t)
 	chrt := digestChart(nil)
 	vals := map[string]interface{}{"greeting": "hi"}
-	digest, _, err := ReleaseDigest(chrt, vals)
+	digest, _, err := ReleaseDigest(chrt, vals, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	inner := newFakeReleaseClient()
 
@@ -219,7 +277,7 @@ func TestDigestActionClient(t *testing.T) {
 	rel, err = c.Upgrade("web", "ns", chrt, edited)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rel.Version).To(Equal(2))
-	editedDigest, _, _ := ReleaseDigest(chrt, edited)
+	editedDigest, _, _ := ReleaseDigest(chrt, edited, nil)
 	g.Expect(rel.Labels).To(HaveKeyWithValue(ReleaseDigestLabel, editedDigest))
 	t.Log("the client reads the release again after changing it")
 	got, err := c.Get("web")
@@ -243,7 +301,7 @@ func TestDigestActionClient(t *testing.T) {
 
 	t.Log("a chart that renders the same records its digest on the deployed revision; the next dry-run is skipped")
 	sameRender := digestChart(func(c *chart.Chart) { c.Metadata.Version = "1.0.1" })
-	sameDigest, _, _ := ReleaseDigest(sameRender, edited)
+	sameDigest, _, _ := ReleaseDigest(sameRender, edited, nil)
 	_, err = newDigestClient(inner).Upgrade("web", "ns", sameRender, edited, dryRun)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(inner.dryRuns).To(Equal(4))

@@ -57,11 +57,15 @@ func newActionClientGetter(cfg *rest.Config, mapper meta.RESTMapper, nsFor helmc
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action config getter: %w", err)
 	}
-	clientGetter, err := helmclient.NewActionClientGetter(configGetter, serverSideValidation()...)
+	caps := newCapabilitiesCache(CapabilitiesMaxAge)
+	clientGetter, err := helmclient.NewActionClientGetter(withSharedCapabilities(configGetter, caps), serverSideValidation()...)
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
 	}
-	return &namespacedActionClientGetter{inner: clientGetter, nsFor: nsFor}, nil
+	return &namespacedActionClientGetter{
+		inner: &capabilitiesActionClientGetter{inner: clientGetter, cache: caps},
+		nsFor: nsFor,
+	}, nil
 }
 
 // serverSideValidation are the action client options that leave the

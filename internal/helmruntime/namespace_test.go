@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,16 +82,25 @@ func TestReleaseNamespaceMapper(t *testing.T) {
 type recordingActionClient struct {
 	helmclient.ActionInterface // nil: other methods are not called
 	installNS, upgradeNS       string
+	// manifest is the manifest of the releases returned.
+	manifest string
+	// cfg is returned by Config; capsAtInstall records its capabilities
+	// when Install is called.
+	cfg           action.Configuration
+	capsAtInstall *chartutil.Capabilities
 }
+
+func (r *recordingActionClient) Config() *action.Configuration { return &r.cfg }
 
 func (r *recordingActionClient) Install(name, ns string, _ *chart.Chart, _ map[string]interface{}, _ ...helmclient.InstallOption) (*release.Release, error) {
 	r.installNS = ns
-	return &release.Release{Name: name, Namespace: ns}, nil
+	r.capsAtInstall = r.cfg.Capabilities
+	return &release.Release{Name: name, Namespace: ns, Manifest: r.manifest}, nil
 }
 
 func (r *recordingActionClient) Upgrade(name, ns string, _ *chart.Chart, _ map[string]interface{}, _ ...helmclient.UpgradeOption) (*release.Release, error) {
 	r.upgradeNS = ns
-	return &release.Release{Name: name, Namespace: ns}, nil
+	return &release.Release{Name: name, Namespace: ns, Manifest: r.manifest}, nil
 }
 
 func TestNamespacedActionClientGetter(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -337,13 +336,11 @@ func (c *trackingActionClient) Install(name, namespace string, chrt *chart.Chart
 
 // Upgrade upgrades the release, tracked unless it is a dry run.
 func (c *trackingActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	probe := action.NewUpgrade(&action.Configuration{})
-	for _, o := range opts {
-		if err := o(probe); err != nil {
-			return nil, err
-		}
+	dry, err := isDryRun(opts)
+	if err != nil {
+		return nil, err
 	}
-	if probe.DryRun {
+	if dry {
 		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 		if err != nil {
 			c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUpgradeDryRunFailed, "Rendering release %s for the current spec failed (retried with backoff): %v", c.key, err)

@@ -1,0 +1,105 @@
+package helmruntime
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// countingTransport counts requests by path.
+type countingTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n[req.URL.Path]++
+	c.mu.Unlock()
+	return c.next.RoundTrip(req)
+}
+
+// count returns the number of requests whose path starts with prefix, or
+// is path when exact.
+func (c *countingTransport) count(path string, exact bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for p, n := range c.n {
+		if p == path || !exact && strings.HasPrefix(p, path) {
+			total += n
+		}
+	}
+	return total
+}
+
+// TestActionsSpareTheAPIServer installs, dry-runs and upgrades a release
+// through the runtime's action clients and checks that none of them
+// fetches the API server's OpenAPI documents (see serverSideValidation),
+// while the server still refuses an invalid object, and that they share
+// one discovery of the server's capabilities (see capabilitiesCache).
+func TestActionsSpareTheAPIServer(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+
+	requests := &countingTransport{n: map[string]int{}}
+	cfg := rest.CopyConfig(suite.cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		requests.next = rt
+		return requests
+	})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	g.Expect(err).NotTo(HaveOccurred())
+	acg, err := newActionClientGetter(cfg, mapper, ReleaseNamespaceMapper(false, ""))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	g.Expect(k8s.Create(ctx, owner)).To(Succeed())
+	owner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	ch, err := loader.Load("testdata/charts/app")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The library's reconciler gets a new action client for every reconcile.
+	ac := func() helmclient.ActionInterface {
+		ac, err := acg.ActionClientFor(ctx, owner)
+		g.Expect(err).NotTo(HaveOccurred())
+		return ac
+	}
+	_, err = ac().Install("rel", ns, ch, map[string]interface{}{"greeting": "hi"})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hello"}, dryRun)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel, err := ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hello"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Version).To(Equal(2))
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rel-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello"))
+	g.Expect(requests.count("/openapi", false)).To(BeZero(), "requests for OpenAPI documents")
+	// One discovery by the REST mapper (lazily, in the first action), and
+	// one the three actions shared.
+	g.Expect(requests.count("/apis", true)).To(Equal(2), "discoveries of the API groups")
+
+	t.Log("the API server still refuses what is invalid")
+	_, err = ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hi", "replicas": -1})
+	g.Expect(err).To(MatchError(ContainSubstring("spec.replicas")))
+
+	_, err = ac().Uninstall("rel")
+	g.Expect(err).NotTo(HaveOccurred())
+}
