@@ -77,6 +77,53 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 				g.Expect(u.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicas", int64(2))))
 			},
 		},
+		{
+			name:      "a Deployment loses the deployment controller's annotations, keeps the chart's",
+			transform: opts.DefaultTransform,
+			in: func() client.Object {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "apps/v1", "kind": "Deployment",
+					"metadata": map[string]any{"name": "web"},
+				}}
+				u.SetAnnotations(map[string]string{
+					"deployment.kubernetes.io/revision":    "3",
+					"meta.helm.sh/release-name":            "web",
+					"example.com/deployment.kubernetes.io": "kept",
+				})
+				return u
+			}(),
+			check: func(g Gomega, out client.Object) {
+				g.Expect(out.GetAnnotations()).To(Equal(map[string]string{
+					"meta.helm.sh/release-name":            "web",
+					"example.com/deployment.kubernetes.io": "kept",
+				}))
+			},
+		},
+		{
+			name:      "a ReplicaSet with only bookkeeping annotations is left with none",
+			transform: opts.DefaultTransform,
+			in: func() client.Object {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "apps/v1", "kind": "ReplicaSet",
+					"metadata": map[string]any{"name": "web-5d8f"},
+				}}
+				u.SetAnnotations(map[string]string{"deployment.kubernetes.io/desired-replicas": "2", "deployment.kubernetes.io/max-replicas": "3"})
+				return u
+			}(),
+			check: func(g Gomega, out client.Object) {
+				g.Expect(out.GetAnnotations()).To(BeEmpty())
+			},
+		},
+		{
+			name:      "typed objects are trimmed the same way",
+			transform: opts.DefaultTransform,
+			in: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: managed,
+				Annotations: map[string]string{"deployment.kubernetes.io/revision": "1", "a": "b"}}},
+			check: func(g Gomega, out client.Object) {
+				g.Expect(out.GetManagedFields()).To(BeNil())
+				g.Expect(out.GetAnnotations()).To(Equal(map[string]string{"a": "b"}))
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
