@@ -31,6 +31,9 @@ type Options struct {
 	MetricsSecure           bool
 	EnableHTTP2             bool
 	HealthProbeBindAddress  string
+	// PprofBindAddress is the address of Go's /debug/pprof endpoints; "0"
+	// (the default) disables them.
+	PprofBindAddress string
 	// SkipControllerNameValidation is set (not by a flag) on managers
 	// built after the first one in the same process (see package
 	// supervisor), whose controllers registered the same names.
@@ -46,6 +49,7 @@ func DefaultOptions() Options {
 		MetricsBindAddress:     ":8444",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8082",
+		PprofBindAddress:       "0",
 	}
 }
 
@@ -66,6 +70,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Allow HTTP/2 on the metrics server.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		"Address Go's /debug/pprof endpoints bind to (unauthenticated: keep it on loopback); \"0\" disables them.")
 }
 
 // NewManager creates the sidecar's manager with health and readiness
@@ -78,6 +84,7 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (ctrl.Manag
 		Scheme:                        scheme,
 		Metrics:                       metricsserving.Options(o.MetricsBindAddress, o.MetricsSecure, o.EnableHTTP2),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

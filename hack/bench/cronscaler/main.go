@@ -55,15 +55,16 @@ func main() {
 	extensions := flag.String("extensions", "bin/extensions", "the sidecar binary")
 	crdDir := flag.String("crd-dir", "config/crd/bases", "CRDs to install")
 	concurrency := flag.Int("concurrency", 8, "--cronscaler-max-concurrent-reconciles of the sidecar (with -floor: parallel patches)")
+	sidecarArgs := flag.String("sidecar-args", "", "extra space-separated flags for the sidecar, e.g. --pprof-bind-address=127.0.0.1:6062")
 	floor := flag.Bool("floor", false, "no sidecar: patch the N targets' /scale directly, all at once, to measure what the API server alone allows")
 	flag.Parse()
-	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency, *floor); err != nil {
+	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency, *floor, strings.Fields(*sidecarArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cronscaler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor bool) error {
+func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor bool, sidecarArgs []string) error {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "bench-cronscaler-")
 	if err != nil {
@@ -107,7 +108,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 		return floorRun(ctx, cluster, dyn, n, concurrency)
 	}
 
-	side, err := startSidecar(extensionsBin, cluster.Kubeconfig, state, concurrency)
+	side, err := startSidecar(extensionsBin, cluster.Kubeconfig, state, concurrency, sidecarArgs)
 	if err != nil {
 		return err
 	}
@@ -319,13 +320,14 @@ func targetCRD() *apiextensionsv1.CustomResourceDefinition {
 }
 
 // startSidecar runs bin/extensions against the benchmark's cluster.
-func startSidecar(bin, kubeconfig, dir string, concurrency int) (*benchkit.Process, error) {
+func startSidecar(bin, kubeconfig, dir string, concurrency int, extra []string) (*benchkit.Process, error) {
 	addr, err := benchkit.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--metrics-bind-address", addr, "--metrics-secure=false",
-		"--health-probe-bind-address", "0", fmt.Sprintf("--cronscaler-max-concurrent-reconciles=%d", concurrency))
+	args := append([]string{"--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0",
+		fmt.Sprintf("--cronscaler-max-concurrent-reconciles=%d", concurrency)}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	return benchkit.StartProcess(cmd, addr, filepath.Join(dir, "extensions.log"))
 }

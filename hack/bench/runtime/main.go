@@ -68,6 +68,8 @@ type runtimeSpec struct {
 	name string
 	bin  string
 	args func(watches, metricsAddr string) []string
+	// env is added to the benchmark's environment.
+	env []string
 }
 
 type config struct {
@@ -103,6 +105,7 @@ func main() {
 	deadline := flag.Duration("phase-timeout", 15*time.Minute, "longest wait for one phase (all Deployed, all recreated, all upgraded)")
 	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
 	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
+	oursEnv := flag.String("ours-env", "", "extra space-separated environment of our runtime, e.g. GOGC=50")
 	flag.Parse()
 
 	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency}
@@ -138,7 +141,7 @@ func main() {
 		cfg.plot = filepath.Join(cfg.outDir, "runtime-deployed.png")
 	}
 	all := map[string]runtimeSpec{
-		ours: {name: ours, bin: *manager, args: func(w, m string) []string {
+		ours: {name: ours, bin: *manager, env: strings.Fields(*oursEnv), args: func(w, m string) []string {
 			return append([]string{"--watches-file", w, "--metrics-bind-address", m, "--metrics-secure=false", "--health-probe-bind-address", "0"}, strings.Fields(*oursArgs)...)
 		}},
 		"helm-operator-plugins": {name: "helm-operator-plugins", bin: *hop, args: func(w, m string) []string {
@@ -254,7 +257,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	cmd := exec.Command(rt.bin, args...)
 	cmd.Dir = state
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE=default", "WATCH_NAMESPACE=")
+	cmd.Env = append(append(os.Environ(), rt.env...), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE=default", "WATCH_NAMESPACE=")
 	logFile := filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.log", rt.name, n))
 	proc, err := benchkit.StartProcess(cmd, addr, logFile)
 	if err != nil {
