@@ -133,9 +133,14 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("activeJob", "up"))
 		lastScale, _, _ = unstructured.NestedString(cs.Object, "status", "lastScaleTime")
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	steadyEvents, err := scaledEvents(ctx, ns, "steady")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(steadyEvents).To(HaveLen(2), "base on create, up at M: %v", steadyEvents)
+	// Events are recorded asynchronously, after the status is written.
+	var steadyEvents map[string]int32
+	g.Eventually(func(g Gomega) {
+		var err error
+		steadyEvents, err = scaledEvents(ctx, ns, "steady")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(steadyEvents).To(HaveLen(2), "base on create, up at M: %v", steadyEvents)
+	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("delete the tenant: the leader is stuck delivering its deleted event")
 	out, err := kubectl("delete", "namespacetenant", tenant, "--wait=false")

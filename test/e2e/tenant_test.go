@@ -375,7 +375,10 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 	for _, d := range deleted {
 		g.Expect(d.Event["id"]).To(Equal(uid+"-deleted"), "every retry carries the same id")
 	}
-	g.Expect(tenantEvents(ctx, retried)).To(ContainElements(
+	// Events are recorded asynchronously: the last may land after the
+	// tenant is gone.
+	g.Eventually(func() ([]string, error) { return tenantEvents(ctx, retried) }).
+		WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainElements(
 		MatchRegexp(`^Warning/WebhookFailed: Delivering the deleted event failed \(attempt 1\), retrying in 1s: .*500`),
 		HavePrefix("Normal/WebhookDelivered: Delivered the deleted event"),
 	))
@@ -403,7 +406,8 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 		_, err := getTenant(ctx, stuck)
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
-	g.Expect(tenantEvents(ctx, stuck)).To(ContainElement(HavePrefix("Warning/FinalizerSkipped:")))
+	g.Eventually(func() ([]string, error) { return tenantEvents(ctx, stuck) }).
+		WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainElement(HavePrefix("Warning/FinalizerSkipped:")))
 }
 
 // TestNamespaceTenantConflicts claims namespaces that belong to someone
