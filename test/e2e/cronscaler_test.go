@@ -321,16 +321,20 @@ spec:
 	// One lag observation per CronScaler for the fire at M, each within 1 s.
 	g.Eventually(func() (float64, error) { return env.extensions.metric("cronscaler_scale_lag_seconds_count") }).
 		WithTimeout(5 * time.Second).Should(BeNumerically(">=", lagBefore+4))
-	cs, err := getCronScaler(ctx, ns, "web")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cs.Object["status"]).To(And(
-		HaveKeyWithValue("activeJob", "up"),
-		HaveKeyWithValue("desiredReplicas", BeEquivalentTo(4)),
-		HaveKeyWithValue("appliedScheduleTime", m.UTC().Format(time.RFC3339)),
-		// Next: the base job tomorrow, a minute before M.
-		HaveKeyWithValue("nextScheduleTime", m.Add(24*time.Hour-time.Minute).UTC().Format(time.RFC3339)),
-	))
-	g.Expect(eventReasons(ctx, ns, "api")).To(ContainElement("Scaled"))
+	// The status and Event of a fire follow the scale once no reconcile
+	// has been in flight for a second (docs/cronscaler.md).
+	g.Eventually(func(g Gomega) {
+		cs, err := getCronScaler(ctx, ns, "web")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cs.Object["status"]).To(And(
+			HaveKeyWithValue("activeJob", "up"),
+			HaveKeyWithValue("desiredReplicas", BeEquivalentTo(4)),
+			HaveKeyWithValue("appliedScheduleTime", m.UTC().Format(time.RFC3339)),
+			// Next: the base job tomorrow, a minute before M.
+			HaveKeyWithValue("nextScheduleTime", m.Add(24*time.Hour-time.Minute).UTC().Format(time.RFC3339)),
+		))
+		g.Expect(eventReasons(ctx, ns, "api")).To(ContainElement("Scaled"))
+	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("the Nginx chart's CronScaler is part of the release and its Deployment has no chart-set replicas")
 	chartCS, err := getCronScaler(ctx, ns, "site-nginx")
@@ -576,7 +580,7 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 			status, reason, _, err := readyOf(ctx, ns, "missing-target")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
-		}).WithTimeout(3 * time.Second).Should(Succeed())
+		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	t.Run("fixing the spec clears the error", func(t *testing.T) {

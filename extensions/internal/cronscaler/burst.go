@@ -18,10 +18,13 @@ import (
 // at 08:00). Each fire is one write to the target, but reporting it is two
 // more: the status patch and the Event, which the API server finds costlier
 // than the scale itself. Written inline, they triple the time until the
-// last target of a burst has its count. So while other reconciles are in
-// flight, a reconcile that applied a fire hands its status and Events to a
-// burstWriter, which writes them once the burst is over: when no reconcile
-// is in flight, or after maxDelay at the latest.
+// last target of a burst has its count. So a reconcile that applied a fire
+// hands its status and Events to a burstWriter, which writes them once the
+// burst is over: when no reconcile has been in flight for quiet, or after
+// maxDelay at the latest. A lone fire's status is therefore written quiet
+// after its reconcile; the first fires of a burst, which start before the
+// others, wait for the burst like the rest instead of writing in the middle
+// of it.
 //
 // Until then the status on the API server is the previous one. A reconcile
 // of the same CronScaler in the meantime starts from the deferred status
@@ -72,20 +75,24 @@ type statusWrite struct {
 // is over. It runs as a manager Runnable, on the leader only.
 type burstWriter struct {
 	// write patches one status and emits its Events.
-	write    func(ctx context.Context, w *statusWrite) error
-	workers  int
-	maxDelay time.Duration
-	log      logr.Logger
+	write   func(ctx context.Context, w *statusWrite) error
+	workers int
+	// quiet is how long no reconcile must have been in flight before the
+	// burst counts as over; maxDelay bounds the wait of any write.
+	quiet, maxDelay time.Duration
+	log             logr.Logger
 
 	mu       sync.Mutex
 	inFlight int
-	pending  map[types.NamespacedName]*statusWrite
-	kick     chan struct{}
+	// lastEnd is when the in-flight count last dropped to zero.
+	lastEnd time.Time
+	pending map[types.NamespacedName]*statusWrite
+	kick    chan struct{}
 }
 
-func newBurstWriter(write func(context.Context, *statusWrite) error, workers int, maxDelay time.Duration, log logr.Logger) *burstWriter {
+func newBurstWriter(write func(context.Context, *statusWrite) error, workers int, quiet, maxDelay time.Duration, log logr.Logger) *burstWriter {
 	return &burstWriter{
-		write: write, workers: max(workers, 1), maxDelay: maxDelay, log: log,
+		write: write, workers: max(workers, 1), quiet: quiet, maxDelay: maxDelay, log: log,
 		pending: map[types.NamespacedName]*statusWrite{},
 		kick:    make(chan struct{}, 1),
 	}
@@ -101,10 +108,16 @@ func (b *burstWriter) begin() {
 func (b *burstWriter) end() {
 	b.mu.Lock()
 	b.inFlight--
-	idle := b.inFlight == 0 && len(b.pending) > 0
-	b.mu.Unlock()
+	idle := b.inFlight == 0
 	if idle {
-		b.wake()
+		b.lastEnd = time.Now()
+	}
+	waiting := idle && len(b.pending) > 0
+	b.mu.Unlock()
+	if waiting {
+		// Look again when the quiet period is over; a reconcile that
+		// starts and ends meanwhile sets a later lastEnd and its own look.
+		time.AfterFunc(b.quiet, b.wake)
 	}
 }
 
@@ -113,14 +126,6 @@ func (b *burstWriter) wake() {
 	case b.kick <- struct{}{}:
 	default:
 	}
-}
-
-// busy tells a reconcile (between its begin and end) whether others are in
-// flight.
-func (b *burstWriter) busy() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.inFlight > 1
 }
 
 // take removes and returns the deferred write of a CronScaler, nil when
@@ -148,15 +153,15 @@ func (b *burstWriter) put(key types.NamespacedName, w *statusWrite) {
 	b.pending[key] = w
 }
 
-// due takes every deferred write when no reconcile is in flight or the
-// oldest has waited maxDelay.
+// due takes every deferred write when no reconcile has been in flight for
+// quiet, or the oldest has waited maxDelay.
 func (b *burstWriter) due(now time.Time) map[types.NamespacedName]*statusWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pending) == 0 {
 		return nil
 	}
-	if b.inFlight > 0 {
+	if b.inFlight > 0 || now.Sub(b.lastEnd) < b.quiet {
 		overdue := false
 		for _, w := range b.pending {
 			if now.Sub(w.since) >= b.maxDelay {
@@ -184,7 +189,7 @@ func (b *burstWriter) Start(ctx context.Context) error {
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			b.mu.Lock()
-			b.inFlight = 0 // the controllers have stopped
+			b.inFlight, b.lastEnd = 0, time.Time{} // the controllers have stopped
 			b.mu.Unlock()
 			b.flush(final, b.due(time.Now()))
 			return nil

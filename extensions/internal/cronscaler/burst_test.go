@@ -51,9 +51,9 @@ func pendingWrite(name string, since time.Time, events ...string) (types.Namespa
 	return types.NamespacedName{Namespace: "ns", Name: name}, w
 }
 
-func startBurstWriter(t *testing.T, log *writeLog, maxDelay time.Duration) *burstWriter {
+func startBurstWriter(t *testing.T, log *writeLog, quiet, maxDelay time.Duration) *burstWriter {
 	t.Helper()
-	b := newBurstWriter(log.write, 4, maxDelay, logr.Discard())
+	b := newBurstWriter(log.write, 4, quiet, maxDelay, logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = b.Start(ctx); close(done) }()
@@ -62,31 +62,53 @@ func startBurstWriter(t *testing.T, log *writeLog, maxDelay time.Duration) *burs
 }
 
 // TestBurstWriterWritesWhenTheBurstEnds: writes wait while reconciles are in
-// flight and go out when the last one ends.
+// flight and go out once none has been for the quiet period.
 func TestBurstWriterWritesWhenTheBurstEnds(t *testing.T) {
 	g := NewWithT(t)
 	log := &writeLog{attempts: map[string]int{}}
-	b := startBurstWriter(t, log, time.Hour)
+	const quiet = 300 * time.Millisecond
+	b := startBurstWriter(t, log, quiet, time.Hour)
 
 	b.begin()
 	b.begin()
-	g.Expect(b.busy()).To(BeTrue(), "two reconciles in flight")
 	for _, name := range []string{"a", "b", "c"} {
 		b.put(pendingWrite(name, time.Now()))
 	}
 	b.end()
-	g.Expect(b.busy()).To(BeFalse(), "one reconcile in flight is not a burst")
-	g.Consistently(log.names).WithTimeout(100 * time.Millisecond).Should(BeEmpty())
+	g.Consistently(log.names).WithTimeout(quiet+100*time.Millisecond).Should(BeEmpty(), "a reconcile is still in flight")
 
 	b.end()
-	g.Eventually(log.names).WithTimeout(time.Second).Should(ConsistOf("a", "b", "c"))
+	ended := time.Now()
+	g.Eventually(log.names).WithTimeout(2 * time.Second).Should(ConsistOf("a", "b", "c"))
+	g.Expect(time.Since(ended)).To(BeNumerically(">=", quiet), "written only after the quiet period")
+}
+
+// TestBurstWriterQuietRestarts: a reconcile that starts and ends within the
+// quiet period (the burst goes on) holds the writes back for another quiet
+// period; a lone deferred write goes out one quiet period after its
+// reconcile.
+func TestBurstWriterQuietRestarts(t *testing.T) {
+	g := NewWithT(t)
+	log := &writeLog{attempts: map[string]int{}}
+	const quiet = 400 * time.Millisecond
+	b := startBurstWriter(t, log, quiet, time.Hour)
+
+	b.begin()
+	b.put(pendingWrite("a", time.Now()))
+	b.end()
+	time.Sleep(quiet / 2)
+	b.begin()
+	b.end()
+	lastEnd := time.Now()
+	g.Eventually(log.names).WithTimeout(2 * time.Second).Should(ConsistOf("a"))
+	g.Expect(time.Since(lastEnd)).To(BeNumerically(">=", quiet), "the quiet period counts from the last reconcile's end")
 }
 
 // TestBurstWriterTake: a reconcile of a CronScaler with a deferred write
 // takes it over, so the writer does not write it.
 func TestBurstWriterTake(t *testing.T) {
 	g := NewWithT(t)
-	b := newBurstWriter(nil, 1, time.Hour, logr.Discard())
+	b := newBurstWriter(nil, 1, 0, time.Hour, logr.Discard())
 	key, w := pendingWrite("a", time.Now(), "Scaled from 1 to 2")
 	b.put(key, w)
 	g.Expect(b.take(key)).To(BeIdenticalTo(w))
@@ -99,7 +121,7 @@ func TestBurstWriterTake(t *testing.T) {
 func TestBurstWriterMaxDelay(t *testing.T) {
 	g := NewWithT(t)
 	log := &writeLog{attempts: map[string]int{}}
-	b := startBurstWriter(t, log, 200*time.Millisecond)
+	b := startBurstWriter(t, log, 0, 200*time.Millisecond)
 	b.begin()
 	defer b.end()
 	b.put(pendingWrite("a", time.Now()))
@@ -112,14 +134,14 @@ func TestBurstWriterMaxDelay(t *testing.T) {
 func TestBurstWriterRetries(t *testing.T) {
 	g := NewWithT(t)
 	log := &writeLog{attempts: map[string]int{}, failFirst: 1}
-	b := startBurstWriter(t, log, 100*time.Millisecond)
+	b := startBurstWriter(t, log, 0, 100*time.Millisecond)
 	b.put(pendingWrite("a", time.Now()))
 	b.wake()
 	g.Eventually(log.names).WithTimeout(2 * time.Second).Should(ConsistOf("a"))
 	g.Expect(log.attempts).To(HaveKeyWithValue("a", 2))
 
 	older, newer := time.Now().Add(-time.Minute), time.Now()
-	unit := newBurstWriter(nil, 1, time.Hour, logr.Discard())
+	unit := newBurstWriter(nil, 1, 0, time.Hour, logr.Discard())
 	key, failed := pendingWrite("x", older, "first fire")
 	_, next := pendingWrite("x", newer, "second fire")
 	unit.put(key, next)
@@ -136,7 +158,7 @@ func TestBurstWriterRetries(t *testing.T) {
 func TestBurstWriterFlushesOnStop(t *testing.T) {
 	g := NewWithT(t)
 	log := &writeLog{attempts: map[string]int{}}
-	b := newBurstWriter(log.write, 2, time.Hour, logr.Discard())
+	b := newBurstWriter(log.write, 2, time.Hour, time.Hour, logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = b.Start(ctx); close(done) }()

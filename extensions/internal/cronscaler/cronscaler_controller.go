@@ -79,22 +79,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	rr := *r
 	rr.Recorder = events
-	result, err := rr.enforce(ctx, cs, r.Clock.Now())
+	now := r.Clock.Now()
+	result, err := rr.enforce(ctx, cs, now)
 
 	w := &statusWrite{before: before, after: cs, events: events.calls, since: time.Now()}
 	if deferred != nil {
 		w.since = deferred.since
 	}
-	if err == nil && r.burst != nil && appliedFire(before, cs) && r.burst.busy() {
+	if err == nil && r.burst != nil && appliedFire(before, cs) {
 		r.burst.put(req.NamespacedName, w)
-		return result, nil
+		return r.sleepFrom(result, now), nil
 	}
 	patchErr := r.patchStatus(ctx, w.before, w.after)
 	emit(r.Recorder, w.events)
 	if patchErr != nil {
 		return ctrl.Result{}, errors.Join(err, patchErr)
 	}
-	return result, err
+	return r.sleepFrom(result, now), err
+}
+
+// sleepFrom shortens a requeue computed at now by the time the reconcile
+// has taken since: the workqueue starts the delay when Reconcile returns,
+// and a reconcile that waited on a busy API server would otherwise wake
+// that much after the fire.
+func (r *Reconciler) sleepFrom(result ctrl.Result, now time.Time) ctrl.Result {
+	if result.RequeueAfter <= 0 {
+		return result
+	}
+	// Never 0, which would mean no requeue: a fire that passed during the
+	// reconcile is applied at once.
+	result.RequeueAfter = max(result.RequeueAfter-r.Clock.Since(now), time.Millisecond)
+	return result
 }
 
 // appliedFire tells whether a reconcile applied a fire the status on the

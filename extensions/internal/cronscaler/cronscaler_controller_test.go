@@ -422,10 +422,10 @@ func TestIndexTarget(t *testing.T) {
 	}
 }
 
-// TestReconcileDefersStatusDuringBurst: while other reconciles are in
-// flight, a fire scales the target at once but its status and Event wait
-// for the burst to end; a second reconcile meanwhile starts from the
-// deferred status and neither scales again nor duplicates the Event.
+// TestReconcileDefersStatusDuringBurst: a fire scales the target at once but
+// its status and Event wait until no reconcile has been in flight for the
+// quiet period; a second reconcile meanwhile starts from the deferred
+// status and neither scales again nor duplicates the Event.
 func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 	c := needAPIServer(t)
 	g := NewWithT(t)
@@ -449,7 +449,7 @@ func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00Z"))
 	rec := record.NewFakeRecorder(100)
 	r := &Reconciler{Client: c, Recorder: rec, Clock: clock}
-	r.burst = newBurstWriter(r.writeStatus, 2, time.Hour, logr.Discard())
+	r.burst = newBurstWriter(r.writeStatus, 2, 100*time.Millisecond, time.Hour, logr.Discard())
 	runCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() { _ = r.burst.Start(runCtx); close(stopped) }()
@@ -466,10 +466,10 @@ func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 		return *d.Spec.Replicas
 	}
 
-	t.Log("alone: the status is written in the reconcile")
+	t.Log("alone: the status is written a quiet period after the reconcile")
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(stored().Status.ActiveJob).To(Equal("night"))
+	g.Eventually(func() string { return stored().Status.ActiveJob }).WithTimeout(5 * time.Second).Should(Equal("night"))
 
 	t.Log("the day job fires while another reconcile is in flight")
 	r.burst.begin()
@@ -496,4 +496,31 @@ func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 	g.Eventually(func() []string { return drainEvents(rec) }).WithTimeout(5 * time.Second).Should(
 		ConsistOf(ContainSubstring("Normal Scaled Scaled Deployment/web from 1 to 4 replicas: job day fired at 2026-11-23T08:00:00Z")))
 	g.Consistently(func() []string { return drainEvents(rec) }).WithTimeout(300 * time.Millisecond).Should(BeEmpty())
+}
+
+// TestSleepFrom: the requeue a reconcile computed at its start is shortened
+// by the time the reconcile took, so the wake-up is at the fire time
+// however slow the API server was.
+func TestSleepFrom(t *testing.T) {
+	start := at("2026-11-23T07:59:00Z")
+	for _, tc := range []struct {
+		name string
+		// took is how long the reconcile ran after computing the requeue.
+		took time.Duration
+		// sleep is the requeue computed at the start; want is what is returned.
+		sleep, want time.Duration
+	}{
+		{name: "instant reconcile", took: 0, sleep: time.Minute, want: time.Minute},
+		{name: "slow API server", took: 800 * time.Millisecond, sleep: time.Minute, want: time.Minute - 800*time.Millisecond},
+		{name: "the fire passed during the reconcile", took: 2 * time.Minute, sleep: time.Minute, want: time.Millisecond},
+		{name: "no requeue stays none", took: time.Second, sleep: 0, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			clock := clocktesting.NewFakePassiveClock(start)
+			r := &Reconciler{Clock: clock}
+			clock.SetTime(start.Add(tc.took))
+			g.Expect(r.sleepFrom(reconcile.Result{RequeueAfter: tc.sleep}, start).RequeueAfter).To(Equal(tc.want))
+		})
+	}
 }

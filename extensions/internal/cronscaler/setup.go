@@ -23,9 +23,13 @@ import (
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 )
 
-// burstMaxDelay bounds how long a status write waits for a burst of fires
-// to end (see burstWriter).
-const burstMaxDelay = 10 * time.Second
+// A burst of fires is over when no reconcile has been in flight for
+// burstQuiet; burstMaxDelay bounds how long a status write waits for that
+// (see burstWriter).
+const (
+	burstQuiet    = time.Second
+	burstMaxDelay = 10 * time.Second
+)
 
 // targetIndex is the field index of CronScalers by the object they scale,
 // as "<group>/<Kind>/<name>" (group empty for the core group).
@@ -76,7 +80,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if o.MaxConcurrentReconciles < 1 {
 		o.MaxConcurrentReconciles = 1
 	}
-	r.burst = newBurstWriter(r.writeStatus, o.MaxConcurrentReconciles, burstMaxDelay, mgr.GetLogger().WithName("cronscaler-status"))
+	r.burst = newBurstWriter(r.writeStatus, o.MaxConcurrentReconciles, burstQuiet, burstMaxDelay, mgr.GetLogger().WithName("cronscaler-status"))
 	if err := mgr.Add(r.burst); err != nil {
 		return fmt.Errorf("adding the CronScaler status writer: %w", err)
 	}
