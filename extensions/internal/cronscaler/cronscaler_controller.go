@@ -177,6 +177,10 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 		return r.targetFailed(cs, trigger, err)
 	}
 	current, scaled, err := r.setCount(ctx, cs, t, expected, job.Replicas, newFire)
+	if errors.Is(err, errStaleCronScaler) {
+		// Not the target's fault: retried (with backoff) on a fresh read.
+		return err
+	}
 	if err != nil {
 		return r.targetFailed(cs, trigger, err)
 	}
@@ -294,7 +298,13 @@ func (r *Reconciler) recordOriginal(ctx context.Context, cs *autoscalingv1alpha1
 	for k, v := range add {
 		obj.Annotations[k] = v
 	}
-	if err := r.Patch(ctx, obj, client.MergeFrom(cs)); err != nil {
+	// The lock makes a read from a cache that has not seen the previous
+	// reconcile's record fail, instead of recording a count this
+	// controller already changed.
+	if err := r.Patch(ctx, obj, client.MergeFromWithOptions(cs, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%w: recording the original replica count: %w", errStaleCronScaler, err)
+		}
 		return fmt.Errorf("recording the original replica count: %w", err)
 	}
 	cs.Annotations = obj.Annotations

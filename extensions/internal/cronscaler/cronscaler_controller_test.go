@@ -524,3 +524,61 @@ func TestSleepFrom(t *testing.T) {
 		})
 	}
 }
+
+// staleClient serves one CronScaler from a snapshot, like an informer cache
+// that has not yet seen the latest writes.
+type staleClient struct {
+	client.Client
+	stale *autoscalingv1alpha1.CronScaler
+}
+
+func (c staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if cs, ok := obj.(*autoscalingv1alpha1.CronScaler); ok && key == client.ObjectKeyFromObject(c.stale) {
+		c.stale.DeepCopyInto(cs)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestReconcileFromStaleCacheKeepsTheOriginal: a reconcile that reads the
+// CronScaler from a cache behind the previous reconcile (which recorded
+// the original count and scaled the target) must not record the count the
+// controller itself set as the original. Its write is refused and retried
+// quietly; the recorded original stays.
+func TestReconcileFromStaleCacheKeepsTheOriginal(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "stale"
+	namespace(g, c, ns)
+	g.Expect(c.Create(ctx, deployment(ns, "web", 2))).To(Succeed())
+	cs := &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "always", Schedule: "* * * * *", Replicas: 4}},
+		},
+	}
+	g.Expect(c.Create(ctx, cs)).To(Succeed())
+	snapshot := cs.DeepCopy()
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
+	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T08:00:30Z"))
+	rec := record.NewFakeRecorder(100)
+
+	fresh := &Reconciler{Client: c, Recorder: rec, Clock: clock}
+	_, err := fresh.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	dep := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(4)))
+	drainEvents(rec)
+
+	stale := &Reconciler{Client: staleClient{Client: c, stale: snapshot}, Recorder: rec, Clock: clock}
+	_, err = stale.Reconcile(ctx, req)
+	g.Expect(err).To(MatchError(errStaleCronScaler))
+	got := &autoscalingv1alpha1.CronScaler{}
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(got.Annotations).To(HaveKeyWithValue(autoscalingv1alpha1.OriginalReplicasAnnotation, "2"))
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, ConditionReady).Reason).To(Equal(ReasonScaled), "not reported as a target failure")
+	g.Expect(drainEvents(rec)).To(BeEmpty(), "no Warning for a stale read")
+}
