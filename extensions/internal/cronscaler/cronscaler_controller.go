@@ -267,6 +267,10 @@ func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, trigger st
 	return err
 }
 
+// errStaleCronScaler is a write of recordOriginal refused because the
+// CronScaler was read from a cache behind the API server.
+var errStaleCronScaler = errors.New("the CronScaler changed since it was read")
+
 // recordOriginal stores the target's count in an annotation on the
 // CronScaler the first time it reads it (so before it ever changes it), and
 // an HPA's maxReplicas before a job first raises it, so that

@@ -62,6 +62,17 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 	}
 }
 
+// deploymentScaler is a CronScaler named like the Deployment it scales.
+func deploymentScaler(ns, name string, jobs ...autoscalingv1alpha1.ScheduleJob) *autoscalingv1alpha1.CronScaler {
+	return &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			Jobs:           jobs,
+		},
+	}
+}
+
 // drainEvents returns the events recorded so far as "Type Reason Message".
 func drainEvents(rec *record.FakeRecorder) []string {
 	var out []string
@@ -88,19 +99,13 @@ func TestReconcileFollowsTheSchedule(t *testing.T) {
 	namespace(g, c, ns)
 	dep := deployment(ns, "web", 2)
 	g.Expect(c.Create(ctx, dep)).To(Succeed())
-	cs := &autoscalingv1alpha1.CronScaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: autoscalingv1alpha1.CronScalerSpec{
-			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			TimeZone:       "Europe/Berlin",
-			Jobs: []autoscalingv1alpha1.ScheduleJob{
-				{Name: "workday-up", Schedule: "0 8 * * 1-5", Replicas: 5},
-				{Name: "night-down", Schedule: "0 20 * * *", Replicas: 1},
-			},
-			ExcludeDates:    []string{"2026-12-25"},
-			RestoreOnDelete: true,
-		},
-	}
+	cs := deploymentScaler(ns, "web",
+		autoscalingv1alpha1.ScheduleJob{Name: "workday-up", Schedule: "0 8 * * 1-5", Replicas: 5},
+		autoscalingv1alpha1.ScheduleJob{Name: "night-down", Schedule: "0 20 * * *", Replicas: 1},
+	)
+	cs.Spec.TimeZone = "Europe/Berlin"
+	cs.Spec.ExcludeDates = []string{"2026-12-25"}
+	cs.Spec.RestoreOnDelete = true
 	g.Expect(c.Create(ctx, cs)).To(Succeed())
 
 	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00+01:00"))
@@ -434,16 +439,10 @@ func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 	namespace(g, c, ns)
 	dep := deployment(ns, "web", 1)
 	g.Expect(c.Create(ctx, dep)).To(Succeed())
-	cs := &autoscalingv1alpha1.CronScaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: autoscalingv1alpha1.CronScalerSpec{
-			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			Jobs: []autoscalingv1alpha1.ScheduleJob{
-				{Name: "night", Schedule: "0 20 * * *", Replicas: 1},
-				{Name: "day", Schedule: "0 8 * * *", Replicas: 4},
-			},
-		},
-	}
+	cs := deploymentScaler(ns, "web",
+		autoscalingv1alpha1.ScheduleJob{Name: "night", Schedule: "0 20 * * *", Replicas: 1},
+		autoscalingv1alpha1.ScheduleJob{Name: "day", Schedule: "0 8 * * *", Replicas: 4},
+	)
 	g.Expect(c.Create(ctx, cs)).To(Succeed())
 
 	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00Z"))
@@ -552,13 +551,7 @@ func TestReconcileFromStaleCacheKeepsTheOriginal(t *testing.T) {
 	const ns = "stale"
 	namespace(g, c, ns)
 	g.Expect(c.Create(ctx, deployment(ns, "web", 2))).To(Succeed())
-	cs := &autoscalingv1alpha1.CronScaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: autoscalingv1alpha1.CronScalerSpec{
-			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "always", Schedule: "* * * * *", Replicas: 4}},
-		},
-	}
+	cs := deploymentScaler(ns, "web", autoscalingv1alpha1.ScheduleJob{Name: "always", Schedule: "* * * * *", Replicas: 4})
 	g.Expect(c.Create(ctx, cs)).To(Succeed())
 	snapshot := cs.DeepCopy()
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}

@@ -21,9 +21,6 @@ import (
 var (
 	errTargetNotFound    = errors.New("target not found")
 	errTargetNotScalable = errors.New("target not scalable")
-	// errStaleCronScaler is a write refused because the CronScaler was
-	// read from a cache behind the API server.
-	errStaleCronScaler = errors.New("the CronScaler changed since it was read")
 )
 
 // target is the replica count of one scale target, read and written the way
