@@ -1,12 +1,16 @@
 package helmruntime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // helmReleaseSecretType is the type of the Secrets Helm stores releases in.
@@ -29,20 +33,85 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     such write as a change: each Deployment a release created cost one
 //     more reconcile of its owner when the deployment controller recorded
 //     its revision, seconds or (with many Deployments) minutes later.
-func cacheOptions(watchNamespaces []string) cache.Options {
+//   - The objects releases render (unstructured, of any kind other than
+//     the watched custom resources) as their metadata and a digest of the
+//     rest (see fingerprint). They were most of the cache.
+//
+// watched are the kinds of the watches file: the custom resources, which
+// are kept whole.
+func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind) cache.Options {
+	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched))}
+	for _, gvk := range watched {
+		t.watched[gvk] = true
+	}
 	return cache.Options{
 		DefaultNamespaces: CacheNamespaces(watchNamespaces),
-		DefaultTransform:  trimObject,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Transform: func(obj any) (any, error) {
-				obj, err := trimObject(obj)
-				if err != nil {
-					return obj, err
-				}
-				return stripReleasePayload(obj), nil
-			}},
-		},
+		DefaultTransform:  t.transform,
 	}
+}
+
+// cacheTrim is the transform of every object the cache stores.
+type cacheTrim struct {
+	watched map[schema.GroupVersionKind]bool
+}
+
+func (t cacheTrim) transform(obj any) (any, error) {
+	obj, err := trimObject(obj)
+	if err != nil {
+		return obj, err
+	}
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		stripReleasePayload(o)
+	case *unstructured.Unstructured:
+		if !t.watched[o.GroupVersionKind()] {
+			fingerprint(o)
+		}
+	}
+	return obj, nil
+}
+
+// contentDigestField is the field that holds, in the cache, the digest of
+// a rendered object's content (see fingerprint). No Kubernetes kind has a
+// top-level field of that name.
+const contentDigestField = "platform-operator.acme.com/content-sha256"
+
+// fingerprint replaces the content of a rendered object (every top-level
+// field but apiVersion, kind, metadata and status) with its SHA-256, and
+// drops its status.
+//
+// The runtime never reads rendered objects from the cache: Helm reads and
+// patches them on the API server, and the library's drift repair compares
+// the release's manifest with what the API server returns. The cached
+// copies only feed the dependent watches, whose event handlers read the
+// metadata (owner references, Helm's owner annotations) and whose
+// predicate reconciles an update unless the object is unchanged apart
+// from status and resourceVersion. Metadata plus a digest of the content
+// keeps exactly that: two fingerprints are equal when the objects' content
+// is (their JSON, which has sorted keys, has the same SHA-256). A cached
+// Deployment shrinks from its whole spec, Pod template included, to its
+// metadata and 64 hex digits.
+func fingerprint(u *unstructured.Unstructured) {
+	content := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		switch k {
+		case "apiVersion", "kind", "metadata", "status":
+		default:
+			content[k] = v
+		}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return // not JSON data (never from an informer): kept whole
+	}
+	sum := sha256.Sum256(b)
+	kept := map[string]any{contentDigestField: hex.EncodeToString(sum[:])}
+	for _, k := range []string{"apiVersion", "kind", "metadata"} {
+		if v, ok := u.Object[k]; ok {
+			kept[k] = v
+		}
+	}
+	u.Object = kept
 }
 
 // bookkeepingAnnotationPrefixes are the prefixes of annotations that
@@ -80,10 +149,9 @@ func trimObject(obj any) (any, error) {
 }
 
 // stripReleasePayload drops the data of a Helm release Secret.
-func stripReleasePayload(obj any) any {
-	if s, ok := obj.(*corev1.Secret); ok && s.Type == helmReleaseSecretType {
+func stripReleasePayload(s *corev1.Secret) {
+	if s.Type == helmReleaseSecretType {
 		s.Data = nil
 		s.StringData = nil
 	}
-	return obj
 }

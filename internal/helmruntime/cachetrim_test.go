@@ -1,24 +1,21 @@
 package helmruntime
 
 import (
+	"reflect"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
-	opts := cacheOptions(nil)
+	opts := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK})
 	managed := []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}}
-	var secretTransform func(any) (any, error)
-	for obj, by := range opts.ByObject {
-		if _, ok := obj.(*corev1.Secret); ok {
-			secretTransform = by.Transform
-		}
-	}
+	secretTransform := opts.DefaultTransform
 
 	tests := []struct {
 		name      string
@@ -60,21 +57,44 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			},
 		},
 		{
-			name:      "unstructured children lose managedFields only",
+			name:      "a rendered object keeps its metadata and a digest of the rest",
 			transform: opts.DefaultTransform,
 			in: func() client.Object {
-				u := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "apps/v1", "kind": "Deployment",
-					"metadata": map[string]any{"name": "web"},
-					"spec":     map[string]any{"replicas": int64(2)},
-				}}
+				u := deployment(2, "Running")
 				u.SetManagedFields(managed)
 				return u
 			}(),
 			check: func(g Gomega, out client.Object) {
 				u := out.(*unstructured.Unstructured)
 				g.Expect(u.GetManagedFields()).To(BeNil())
-				g.Expect(u.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicas", int64(2))))
+				g.Expect(u.GetName()).To(Equal("web"))
+				g.Expect(u.GetOwnerReferences()).To(HaveLen(1))
+				g.Expect(u.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-name", "web"))
+				g.Expect(u.GroupVersionKind()).To(Equal(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}))
+				g.Expect(u.Object).To(HaveKeyWithValue(contentDigestField, HaveLen(64)))
+				g.Expect(u.Object).NotTo(HaveKey("spec"))
+				g.Expect(u.Object).NotTo(HaveKey("status"))
+			},
+		},
+		{
+			name:      "the watched custom resources are kept whole",
+			transform: opts.DefaultTransform,
+			in: func() client.Object {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"metadata": map[string]any{"name": "web"},
+					"spec":     map[string]any{"replicaCount": int64(2)},
+					"status":   map[string]any{"deployedRelease": map[string]any{"name": "web"}},
+				}}
+				u.SetGroupVersionKind(nginxGVK)
+				u.SetManagedFields(managed)
+				return u
+			}(),
+			check: func(g Gomega, out client.Object) {
+				u := out.(*unstructured.Unstructured)
+				g.Expect(u.GetManagedFields()).To(BeNil())
+				g.Expect(u.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicaCount", int64(2))))
+				g.Expect(u.Object).To(HaveKey("status"))
+				g.Expect(u.Object).NotTo(HaveKey(contentDigestField))
 			},
 		},
 		{
@@ -132,6 +152,80 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			out, err := tt.transform(tt.in)
 			g.Expect(err).NotTo(HaveOccurred())
 			tt.check(g, out.(client.Object))
+		})
+	}
+}
+
+var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
+
+// deployment is a rendered Deployment as the API server returns it.
+func deployment(replicas int64, phase string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "team-a", "resourceVersion": "7",
+			"annotations":     map[string]any{"meta.helm.sh/release-name": "web"},
+			"ownerReferences": []any{map[string]any{"apiVersion": nginxGVK.GroupVersion().String(), "kind": "Nginx", "name": "web", "uid": "u1", "controller": true}},
+		},
+		"spec": map[string]any{
+			"replicas": replicas,
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}},
+		},
+		"status": map[string]any{"phase": phase},
+	}}
+	return u
+}
+
+// The library's dependent watches reconcile the owner of an updated
+// object unless old and new are deeply equal without status and
+// resourceVersion. Fingerprints must give that predicate the same answers
+// as the whole objects.
+func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
+	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}).DefaultTransform
+	changed := func(g Gomega, old, updated *unstructured.Unstructured) bool {
+		var cached [2]*unstructured.Unstructured
+		for i, u := range []*unstructured.Unstructured{old, updated} {
+			out, err := transform(u)
+			g.Expect(err).NotTo(HaveOccurred())
+			c := out.(*unstructured.Unstructured).DeepCopy()
+			delete(c.Object, "status")
+			c.SetResourceVersion("")
+			cached[i] = c
+		}
+		return !reflect.DeepEqual(cached[0].Object, cached[1].Object)
+	}
+	tests := []struct {
+		name    string
+		edit    func(u *unstructured.Unstructured)
+		changed bool
+	}{
+		{name: "status and resourceVersion only", edit: func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"phase": "Failed"}
+			u.SetResourceVersion("8")
+		}},
+		{name: "the same content decoded anew", edit: func(*unstructured.Unstructured) {}},
+		{name: "replicas", edit: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
+		}, changed: true},
+		{name: "an image deep in the Pod template", edit: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "nginx", "image": "nginx:latest"}}, "spec", "template", "spec", "containers")
+		}, changed: true},
+		{name: "a field added next to spec", edit: func(u *unstructured.Unstructured) {
+			u.Object["data"] = map[string]any{"k": "v"}
+		}, changed: true},
+		{name: "a label", edit: func(u *unstructured.Unstructured) {
+			u.SetLabels(map[string]string{"team": "a"})
+		}, changed: true},
+		{name: "the owner reference removed", edit: func(u *unstructured.Unstructured) {
+			u.SetOwnerReferences(nil)
+		}, changed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			updated := deployment(2, "Running")
+			tt.edit(updated)
+			g.Expect(changed(g, deployment(2, "Running"), updated)).To(Equal(tt.changed))
 		})
 	}
 }

@@ -3,8 +3,10 @@ package helmruntime
 import (
 	"fmt"
 
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,8 +30,10 @@ func NewScheme() *runtime.Scheme {
 
 // ManagerOptions translates the runtime options into controller-runtime
 // manager options: leader election, metrics server, health probes and the
-// namespaces of the cache. opts should be completed (see Options.Complete).
-func ManagerOptions(opts Options) ctrl.Options {
+// namespaces of the cache. opts should be completed (see Options.Complete);
+// ws are the watches the manager's reconcilers will serve (their custom
+// resources are cached whole, see cacheOptions).
+func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
 	metricsOpts := metricsserving.Options(opts.MetricsBindAddress, opts.MetricsSecure, opts.EnableHTTP2)
 
 	o := ctrl.Options{
@@ -43,7 +47,7 @@ func ManagerOptions(opts Options) ctrl.Options {
 		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
 		// Below the Pod's termination grace period; see shutdown.go.
 		GracefulShutdownTimeout: ptr.To(DefaultGracefulShutdownTimeout),
-		Cache:                   cacheOptions(opts.WatchNamespaces),
+		Cache:                   cacheOptions(opts.WatchNamespaces, watchedKinds(ws)),
 	}
 	opts.LeaderElectionTiming.Apply(&o)
 	return o
@@ -64,8 +68,17 @@ func CacheNamespaces(namespaces []string) map[string]cache.Config {
 
 // NewManager creates the controller-runtime manager with health and
 // readiness checks, but without any reconciler (see SetupReconcilers).
-func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
-	return newManager(cfg, ManagerOptions(opts))
+func NewManager(cfg *rest.Config, opts Options, ws []watches.Watch) (ctrl.Manager, error) {
+	return newManager(cfg, ManagerOptions(opts, ws))
+}
+
+// watchedKinds are the custom resource kinds of ws.
+func watchedKinds(ws []watches.Watch) []schema.GroupVersionKind {
+	kinds := make([]schema.GroupVersionKind, 0, len(ws))
+	for _, w := range ws {
+		kinds = append(kinds, w.GroupVersionKind)
+	}
+	return kinds
 }
 
 // newManager is NewManager with the manager options given.

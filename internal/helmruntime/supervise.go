@@ -19,7 +19,7 @@ import (
 // releaseActivity), so recovery does not unlock their releases.
 func runManagers(ctx context.Context, cfg *rest.Config, opts Options, ws []watches.Watch, log logr.Logger) error {
 	build := func(run int) (ctrl.Manager, error) {
-		mo := ManagerOptions(opts)
+		mo := ManagerOptions(opts, ws)
 		if run > 0 {
 			mo.Controller.SkipNameValidation = ptr.To(true)
 		}
