@@ -30,6 +30,11 @@
 // net ([ResyncJitter], one hour by default): spec edits and drift of the
 // rendered objects are watched.
 //
+// Memory: the informer cache keeps the rendered objects as their metadata
+// and a digest of their content, which is all the dependent watches
+// compare; nothing may read a rendered object's spec from the cache (see
+// cacheOptions).
+//
 // The usual entry point is [Run]; [NewManager] and [SetupReconcilers] are the
 // two halves of it for callers that need the manager before it starts.
 package helmruntime
