@@ -58,6 +58,7 @@ func main() {
 	sidecarArgs := flag.String("sidecar-args", "", "extra space-separated flags for the sidecar, e.g. --pprof-bind-address=127.0.0.1:6062")
 	floor := flag.Bool("floor", false, "no sidecar: patch the N targets' /scale directly, all at once, to measure what the API server alone allows")
 	flag.Parse()
+	benchkit.StopOnInterrupt()
 	if err := run(*n, *binDir, *extensions, *crdDir, *concurrency, *floor, strings.Fields(*sidecarArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cronscaler:", err)
 		os.Exit(1)
@@ -77,6 +78,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 		return fmt.Errorf("local cluster: %w", err)
 	}
 	defer cluster.Stop()
+	defer benchkit.OnInterrupt(func() { _ = cluster.Stop(); _ = os.RemoveAll(state) })()
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {
 		return err
@@ -113,6 +115,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 		return err
 	}
 	defer side.Stop()
+	defer benchkit.OnInterrupt(side.Stop)()
 	cpu0, _ := benchkit.ProcCPU(side.Pid())
 	runStart := time.Now()
 

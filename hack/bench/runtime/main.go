@@ -161,6 +161,7 @@ func main() {
 		}
 		cfg.runtimes = append(cfg.runtimes, spec)
 	}
+	benchkit.StopOnInterrupt()
 	if err := run(cfg); err != nil {
 		fatal(err)
 	}
@@ -228,6 +229,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		return res, fmt.Errorf("local cluster: %w", err)
 	}
 	defer cluster.Stop()
+	defer benchkit.OnInterrupt(func() { _ = cluster.Stop(); _ = os.RemoveAll(state) })()
 	rc, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {
 		return res, err
@@ -264,6 +266,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		return res, err
 	}
 	defer proc.Stop()
+	defer benchkit.OnInterrupt(proc.Stop)()
 	cpuStart, _ := benchkit.ProcCPU(proc.Pid())
 
 	obs := newObserver(n)
