@@ -106,6 +106,7 @@ func main() {
 	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
 	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
 	oursEnv := flag.String("ours-env", "", "extra space-separated environment of our runtime, e.g. GOGC=50")
+	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
 	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency}
@@ -139,6 +140,13 @@ func main() {
 	cfg.plot = *plot
 	if cfg.plot == "" {
 		cfg.plot = filepath.Join(cfg.outDir, "runtime-deployed.png")
+	}
+	if *replot != "" {
+		if err := replotFrom(*replot, cfg.plot); err != nil {
+			fatal(err)
+		}
+		fmt.Println("plot:", cfg.plot)
+		return
 	}
 	all := map[string]runtimeSpec{
 		ours: {name: ours, bin: *manager, env: strings.Fields(*oursEnv), args: func(w, m string) []string {
@@ -203,6 +211,22 @@ func run(cfg config) error {
 	}
 	fmt.Printf("results: %s, plot: %s\n", filepath.Join(cfg.outDir, "results.json"), cfg.plot)
 	return nil
+}
+
+// replotFrom draws the plot of the results saved at path.
+func replotFrom(path, plot string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var results []Result
+	if err := json.Unmarshal(b, &results); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("%s: no results", path)
+	}
+	return writePlot(plot, results)
 }
 
 func writeJSON(path string, v any) error {

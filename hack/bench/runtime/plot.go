@@ -67,6 +67,14 @@ func niceStep(span float64, n int) float64 {
 	return 10 * mag
 }
 
+// axis returns the end of an axis for values up to max, with about n
+// round ticks (step apart) and at least pad times max of room. The step
+// comes from max itself, so that the room does not add a tick of nothing.
+func axis(max float64, n int, pad float64) (end, step float64) {
+	step = niceStep(max, n)
+	return math.Ceil(max*pad/step) * step, step
+}
+
 func writePlot(path string, results []Result) error {
 	ss := seriesOf(results)
 	const w, h = 900, 560
@@ -87,9 +95,8 @@ func writePlot(path string, results []Result) error {
 		maxY = 10
 	}
 	// Some room right of the largest N and above the slowest time.
-	xStep, yStep := niceStep(maxX*1.05, 5), niceStep(maxY*1.1, 6)
-	maxX = math.Ceil(maxX*1.05/xStep) * xStep
-	maxY = math.Ceil(maxY*1.1/yStep) * yStep
+	maxX, xStep := axis(maxX, 5, 1.05)
+	maxY, yStep := axis(maxY, 6, 1.1)
 	px := func(x float64) int { return left + int(x/maxX*float64(w-left-right)) }
 	py := func(y float64) int { return h - bottom - int(y/maxY*float64(h-top-bottom)) }
 

@@ -97,6 +97,23 @@ func TestNiceStep(t *testing.T) {
 	}
 }
 
+func TestAxis(t *testing.T) {
+	cases := []struct {
+		max, pad  float64
+		n         int
+		end, step float64
+	}{
+		{1000, 1.05, 5, 1200, 200}, // not 1500: the room is not a whole tick
+		{200, 1.05, 5, 250, 50},
+		{206.8, 1.1, 6, 250, 50},
+		{8.7, 1.1, 6, 10, 2},
+	}
+	for _, tc := range cases {
+		end, step := axis(tc.max, tc.n, tc.pad)
+		NewWithT(t).Expect([]float64{end, step}).To(Equal([]float64{tc.end, tc.step}), "max %v", tc.max)
+	}
+}
+
 func TestRatio(t *testing.T) {
 	cases := []struct {
 		name           string
