@@ -71,14 +71,13 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(state)
+	defer benchkit.Cleanup(func() { _ = os.RemoveAll(state) })()
 	fmt.Println("starting a local control plane ...")
 	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: binDir, StateDir: filepath.Join(state, "cluster")})
 	if err != nil {
 		return fmt.Errorf("local cluster: %w", err)
 	}
-	defer cluster.Stop()
-	defer benchkit.OnInterrupt(func() { _ = cluster.Stop(); _ = os.RemoveAll(state) })()
+	defer benchkit.Cleanup(func() { _ = cluster.Stop() })()
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {
 		return err
@@ -114,8 +113,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	if err != nil {
 		return err
 	}
-	defer side.Stop()
-	defer benchkit.OnInterrupt(side.Stop)()
+	defer benchkit.Cleanup(side.Stop)()
 	cpu0, _ := benchkit.ProcCPU(side.Pid())
 	runStart := time.Now()
 

@@ -246,14 +246,13 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(state)
+	defer benchkit.Cleanup(func() { _ = os.RemoveAll(state) })()
 
 	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster")})
 	if err != nil {
 		return res, fmt.Errorf("local cluster: %w", err)
 	}
-	defer cluster.Stop()
-	defer benchkit.OnInterrupt(func() { _ = cluster.Stop(); _ = os.RemoveAll(state) })()
+	defer benchkit.Cleanup(func() { _ = cluster.Stop() })()
 	rc, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {
 		return res, err
@@ -289,8 +288,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	defer proc.Stop()
-	defer benchkit.OnInterrupt(proc.Stop)()
+	defer benchkit.Cleanup(proc.Stop)()
 	cpuStart, _ := benchkit.ProcCPU(proc.Pid())
 
 	obs := newObserver(n)
