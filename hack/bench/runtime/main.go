@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
 	"github.com/acme/platform-operator/internal/localcluster"
@@ -92,7 +93,7 @@ func main() {
 	nList := flag.String("n", "", "comma-separated resource counts (default 100,500,1000; quick: 200)")
 	idle := flag.Duration("idle", 0, "idle window (default 10m; quick: 2m)")
 	settle := flag.Duration("settle", 30*time.Second, "longest wait after all are Deployed for the runtime's reconciles to quiet down before the idle window")
-	drift := flag.Int("drift", 20, "resources whose child Deployment is deleted")
+	drift := flag.Int("drift", 20, "resources whose child Deployment is deleted, and as many others whose child's image is changed by hand")
 	only := flag.String("runtimes", "ours,helm-operator-plugins,operator-sdk", "runtimes to measure, in this order")
 	binDir := flag.String("bin-dir", "bin/k8s", "control plane binaries")
 	manager := flag.String("manager", "bin/manager", "our runtime")
@@ -186,7 +187,7 @@ func run(cfg config) error {
 	}
 	fmt.Printf("machine: %s/%s, %d CPUs (%s), load average at start %s\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchkit.CPUModel(), benchkit.LoadAverage())
-	fmt.Printf("N: %v, idle window: %s, deleted children: %d\n\n", cfg.ns, cfg.idle, cfg.drift)
+	fmt.Printf("N: %v, idle window: %s, deleted and hand-edited children: %d each\n\n", cfg.ns, cfg.idle, cfg.drift)
 	var results []Result
 	for _, n := range cfg.ns {
 		var byN []Result
@@ -364,6 +365,23 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   deleted children back: %d/%d, p50 %s, max %s\n", res.DriftRecreated, drift, res.DriftP50.Round(time.Millisecond), res.DriftMax.Round(time.Millisecond))
 
+	// 3b. Change the image of as many other children by hand, at once.
+	var edited []string
+	for i := range drift {
+		edited = append(edited, names[(i*n/drift+n/(2*drift))%n])
+	}
+	res.EditedChildren = len(edited)
+	if err := obs.editChildren(ctx, kube, edited); err != nil {
+		return res, err
+	}
+	reverted := benchkit.Sorted(obs.waitReverted(cfg.deadline))
+	res.EditsReverted = len(reverted)
+	res.EditRevertedP50 = benchkit.Percentile(reverted, 50)
+	if len(reverted) > 0 {
+		res.EditRevertedMax = reverted[len(reverted)-1]
+	}
+	fmt.Printf("   edited children back: %d/%d, p50 %s, max %s\n", res.EditsReverted, res.EditedChildren, res.EditRevertedP50.Round(time.Millisecond), res.EditRevertedMax.Round(time.Millisecond))
+
 	// 4. Edit every spec at once; wait until every release is upgraded.
 	upStart := time.Now()
 	obs.expectUpgrades()
@@ -422,6 +440,11 @@ type observer struct {
 	deletedUID map[string]types.UID
 	deletedAt  map[string]time.Time
 	recreated  map[string]time.Duration
+	// hand edits: child Deployments (by name) with the image to come back,
+	// when they were edited, and how long that took.
+	editImage map[string]string
+	editedAt  map[string]time.Time
+	reverted  map[string]time.Duration
 	// upgrades: releases seen deployed at a revision above the baseline.
 	baseline     map[string]int
 	upgradedAt   map[string]time.Time
@@ -432,6 +455,7 @@ type observer struct {
 func newObserver(n int) *observer {
 	return &observer{n: n, createdAt: map[string]time.Time{}, deployedAt: map[string]time.Time{},
 		deletedUID: map[string]types.UID{}, deletedAt: map[string]time.Time{}, recreated: map[string]time.Duration{},
+		editImage: map[string]string{}, editedAt: map[string]time.Time{}, reverted: map[string]time.Duration{},
 		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}}
 }
 
@@ -474,6 +498,20 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 			if _, done := o.recreated[d.Name]; !done {
 				o.recreated[d.Name] = time.Since(o.deletedAt[d.Name])
 			}
+		}
+	}, UpdateFunc: func(oldObj, obj any) {
+		// A revert is the change from the hand-edited image back to the
+		// chart's: an older event cannot pass for one.
+		before, ok1 := oldObj.(*appsv1.Deployment)
+		d, ok2 := obj.(*appsv1.Deployment)
+		if !ok1 || !ok2 || firstImage(before) != handEditedImage {
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		at, edited := o.editedAt[d.Name]
+		if _, done := o.reverted[d.Name]; edited && !done && firstImage(d) == o.editImage[d.Name] {
+			o.reverted[d.Name] = time.Since(at)
 		}
 	}}); err != nil {
 		return err
@@ -588,6 +626,63 @@ func (o *observer) deleteChildren(ctx context.Context, kube kubernetes.Interface
 		o.mu.Unlock()
 		return kube.AppsV1().Deployments(ns).Delete(ctx, t.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &t.uid}})
 	})
+}
+
+// firstImage is the image of a Deployment's first container.
+func firstImage(d *appsv1.Deployment) string {
+	if len(d.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// handEditedImage is what editChildren sets; no chart renders it.
+const handEditedImage = "registry.invalid/hand-edited:bench"
+
+// editChildren changes the image of the child Deployments of crNames by
+// hand, all at once, as a user with kubectl edit would.
+func (o *observer) editChildren(ctx context.Context, kube kubernetes.Interface, crNames []string) error {
+	return benchkit.Parallel(len(crNames), len(crNames), func(i int) error {
+		name := crNames[i] + "-nginx"
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("child Deployment of %s: %w", crNames[i], err)
+			}
+			o.mu.Lock()
+			o.editImage[name] = firstImage(d)
+			o.editedAt[name] = time.Now()
+			o.mu.Unlock()
+			if len(d.Spec.Template.Spec.Containers) == 0 {
+				return fmt.Errorf("child Deployment of %s has no container", crNames[i])
+			}
+			d.Spec.Template.Spec.Containers[0].Image = handEditedImage
+			_, err = kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
+	})
+}
+
+// waitReverted waits until every hand edit is undone, at most timeout, and
+// returns the times seen.
+func (o *observer) waitReverted(timeout time.Duration) []time.Duration {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		done := len(o.reverted) == len(o.editedAt)
+		o.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []time.Duration
+	for _, d := range o.reverted {
+		out = append(out, d)
+	}
+	return out
 }
 
 // waitRecreated waits until every deleted child is back, at most timeout,

@@ -28,6 +28,12 @@ type Result struct {
 	DriftRecreated int           `json:"driftRecreated"`
 	DriftP50       time.Duration `json:"driftP50"`
 	DriftMax       time.Duration `json:"driftMax"`
+	// Hand edits: the image of other child Deployments changed by hand, and
+	// the time until the chart's image is back.
+	EditedChildren  int           `json:"editedChildren"`
+	EditsReverted   int           `json:"editsReverted"`
+	EditRevertedP50 time.Duration `json:"editRevertedP50"`
+	EditRevertedMax time.Duration `json:"editRevertedMax"`
 	// Upgrade: every spec edited at once, until every release is deployed
 	// at a new revision.
 	AllUpgraded time.Duration `json:"allUpgraded"`
@@ -55,6 +61,10 @@ var rows = []row{
 	{"deleted child back p50", func(r Result) (float64, bool) { return seconds(r.DriftP50, r.DriftRecreated > 0) }, fmtSeconds},
 	{"deleted child back max", func(r Result) (float64, bool) {
 		return seconds(r.DriftMax, r.DriftRecreated == r.DriftDeleted && r.DriftDeleted > 0)
+	}, fmtSeconds},
+	{"edited child back p50", func(r Result) (float64, bool) { return seconds(r.EditRevertedP50, r.EditsReverted > 0) }, fmtSeconds},
+	{"edited child back max", func(r Result) (float64, bool) {
+		return seconds(r.EditRevertedMax, r.EditsReverted == r.EditedChildren && r.EditedChildren > 0)
 	}, fmtSeconds},
 	{"all upgraded after edit", func(r Result) (float64, bool) { return seconds(r.AllUpgraded, r.Upgraded == r.N) }, fmtSeconds},
 	{"CPU over the run (s)", func(r Result) (float64, bool) { return r.TotalCPU, r.TotalCPU > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
@@ -122,6 +132,8 @@ func incomplete(label string, r Result, cell string) string {
 		return fmt.Sprintf("%d/%d only", r.Upgraded, r.N)
 	case strings.HasPrefix(label, "deleted child back max"):
 		return fmt.Sprintf("%d/%d back", r.DriftRecreated, r.DriftDeleted)
+	case strings.HasPrefix(label, "edited child back max"):
+		return fmt.Sprintf("%d/%d back", r.EditsReverted, r.EditedChildren)
 	}
 	return "-"
 }

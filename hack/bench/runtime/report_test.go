@@ -14,11 +14,13 @@ func TestFormatTable(t *testing.T) {
 		Runtime: "ours", N: 200, Deployed: 200, AllDeployed: 5 * time.Second, LatencyP50: 2 * time.Second, LatencyP99: 4 * time.Second,
 		IdleWindow: time.Minute, IdleCPUCores: 0.001, APIRequestsPerM: 0, PeakRSSMiB: 100,
 		DriftDeleted: 20, DriftRecreated: 20, DriftP50: 200 * time.Millisecond, DriftMax: 400 * time.Millisecond,
+		EditedChildren: 20, EditsReverted: 20, EditRevertedP50: 300 * time.Millisecond, EditRevertedMax: 500 * time.Millisecond,
 		Upgraded: 200, AllUpgraded: 20 * time.Second, TotalCPU: 30,
 	}, {
 		Runtime: "peer", N: 200, Deployed: 190, AllDeployed: 0, LatencyP50: 4 * time.Second, LatencyP99: 8 * time.Second,
 		IdleWindow: time.Minute, IdleCPUCores: 0.5, APIRequestsPerM: 1200, PeakRSSMiB: 200,
 		DriftDeleted: 20, DriftRecreated: 19, DriftP50: 40 * time.Second, DriftMax: 50 * time.Second,
+		EditedChildren: 20, EditsReverted: 18, EditRevertedP50: 30 * time.Second, EditRevertedMax: 45 * time.Second,
 		Upgraded: 200, AllUpgraded: 40 * time.Second, TotalCPU: 120,
 	}}
 	table := FormatTable(results, "ours")
@@ -59,6 +61,8 @@ func TestFormatTable(t *testing.T) {
 		{"idle API requests/min", []string{"idle API requests/min", "0", "1200", "0x"}},
 		{"deleted child back p50", []string{"deleted child back p50", "0.20s", "40.0s", "0.005x"}},
 		{"deleted child back max", []string{"deleted child back max", "0.40s", "19/20 back", "-"}},
+		{"edited child back p50", []string{"edited child back p50", "0.30s", "30.0s", "0.010x"}},
+		{"edited child back max", []string{"edited child back max", "0.50s", "18/20 back", "-"}},
 		{"all upgraded after edit", []string{"all upgraded after edit", "20.0s", "40.0s", "0.50x"}},
 		{"peak RSS (MiB)", []string{"peak RSS (MiB)", "100", "200", "0.50x"}},
 	}
