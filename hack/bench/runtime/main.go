@@ -356,7 +356,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err := obs.deleteChildren(ctx, kube, deleted); err != nil {
 		return res, err
 	}
-	back := obs.waitRecreated(cfg.deadline)
+	back := obs.waitTimes(obs.recreated, drift, cfg.deadline)
 	res.DriftRecreated = len(back)
 	sorted = benchkit.Sorted(back)
 	res.DriftP50 = benchkit.Percentile(sorted, 50)
@@ -374,7 +374,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err := obs.editChildren(ctx, kube, edited); err != nil {
 		return res, err
 	}
-	reverted := benchkit.Sorted(obs.waitReverted(cfg.deadline))
+	reverted := benchkit.Sorted(obs.waitTimes(obs.reverted, res.EditedChildren, cfg.deadline))
 	res.EditsReverted = len(reverted)
 	res.EditRevertedP50 = benchkit.Percentile(reverted, 50)
 	if len(reverted) > 0 {
@@ -663,13 +663,13 @@ func (o *observer) editChildren(ctx context.Context, kube kubernetes.Interface, 
 	})
 }
 
-// waitReverted waits until every hand edit is undone, at most timeout, and
-// returns the times seen.
-func (o *observer) waitReverted(timeout time.Duration) []time.Duration {
+// waitTimes waits until times (filled by the informers) holds want
+// entries, at most timeout, and returns the durations it holds.
+func (o *observer) waitTimes(times map[string]time.Duration, want int, timeout time.Duration) []time.Duration {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		o.mu.Lock()
-		done := len(o.reverted) == len(o.editedAt)
+		done := len(times) >= want
 		o.mu.Unlock()
 		if done {
 			break
@@ -679,29 +679,7 @@ func (o *observer) waitReverted(timeout time.Duration) []time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []time.Duration
-	for _, d := range o.reverted {
-		out = append(out, d)
-	}
-	return out
-}
-
-// waitRecreated waits until every deleted child is back, at most timeout,
-// and returns the recreation times seen.
-func (o *observer) waitRecreated(timeout time.Duration) []time.Duration {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		o.mu.Lock()
-		done := len(o.recreated) == len(o.deletedUID)
-		o.mu.Unlock()
-		if done {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []time.Duration
-	for _, d := range o.recreated {
+	for _, d := range times {
 		out = append(out, d)
 	}
 	return out
