@@ -305,7 +305,8 @@ func (g *recoveringActionClientGetter) setRecoveredCondition(ctx context.Context
 // trackingActionClient records the actions that may write a release
 // revision, so that recovery never unlocks a release this process is
 // working on. It also reports failed actions as Warning Events on the
-// custom resource (the library only sets conditions), and says in the
+// custom resource (the library only sets conditions; refusals of the
+// ownership layer are reported by that layer), and says in the
 // error of a failed upgrade that the library rolled the release back.
 type trackingActionClient struct {
 	helmclient.ActionInterface
@@ -328,7 +329,7 @@ func (c *trackingActionClient) Install(name, namespace string, chrt *chart.Chart
 	end := c.activity.begin(c.key)
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	end()
-	if err != nil {
+	if err != nil && !refusedByOwnership(err) {
 		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonInstallFailed, "Install of release %s failed (retried with backoff): %v", c.key, err)
 	}
 	return rel, err
@@ -342,7 +343,7 @@ func (c *trackingActionClient) Upgrade(name, namespace string, chrt *chart.Chart
 	}
 	if dry {
 		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
-		if err != nil {
+		if err != nil && !refusedByOwnership(err) {
 			c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUpgradeDryRunFailed, "Rendering release %s for the current spec failed (retried with backoff): %v", c.key, err)
 		}
 		return rel, err
@@ -351,7 +352,7 @@ func (c *trackingActionClient) Upgrade(name, namespace string, chrt *chart.Chart
 	end := c.activity.begin(c.key)
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	end()
-	if err != nil {
+	if err != nil && !refusedByOwnership(err) {
 		err = c.describeRollback(name, before, err)
 		c.recorder.Eventf(c.obj, corev1.EventTypeWarning, ReasonUpgradeFailed, "Upgrade of release %s failed (retried with backoff): %v", c.key, err)
 	}

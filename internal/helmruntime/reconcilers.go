@@ -52,6 +52,11 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 	}
 	// Unchanged releases skip the dry-run upgrade (see digest.go).
 	acg = withReleaseDigests(acg, rw.GVK.Kind, log.WithName("release-digest").WithValues("kind", rw.GVK.Kind))
+	// A release has one owner: another resource's release, or one installed
+	// by hand, is never touched (see releaseowner.go).
+	acg = withReleaseOwnership(acg, nsFor, mgr.GetAPIReader(),
+		mgr.GetEventRecorderFor(fmt.Sprintf("%s-controller", strings.ToLower(rw.GVK.Kind))),
+		log.WithName("release-owner").WithValues("kind", rw.GVK.Kind))
 	// Stale pending releases are unlocked; waits end on shutdown (see pending.go).
 	if acg, err = withPendingRecovery(mgr, acg, nsFor, rw.GVK.Kind, log); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -63,6 +68,8 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
 	opts = append(opts, resync...)
+	// A resource refused for another's release retries when that release goes.
+	opts = append(opts, reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, clusterScoped, releaseNamespace)))
 	extra, err := safetyOptions(mgr, rw, acg, nsFor, log)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
