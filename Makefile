@@ -42,7 +42,8 @@ manifests: controller-gen ## Regenerate the CRDs (controller-gen for extensions/
 	go run ./cmd/csvgen
 
 .PHONY: verify-manifests
-verify-manifests: controller-gen ## Fail when the committed controller-gen output (CRDs and deepcopy of extensions/api) is stale.
+verify-manifests: controller-gen ## Fail when the committed controller-gen output (CRDs and deepcopy of extensions/api) or crdgen output (chart CRDs, kustomization) is stale.
+	go run ./cmd/crdgen --check
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./extensions/api/... output:crd:dir=$$tmp; \
 	for f in $$tmp/*.yaml; do \
@@ -77,7 +78,7 @@ test-unit: vet verify-manifests verify-bundle ## Unit tests: chart rendering, CR
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./internal/crdgen/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.

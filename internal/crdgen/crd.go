@@ -74,14 +74,19 @@ func BuildCRD(k *Kind, spec *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.C
 				Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{
 					OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-						Type:        "object",
-						Description: k.Description,
-						Required:    required,
+						Type:         "object",
+						Description:  k.Description,
+						Required:     required,
+						XValidations: apiextensionsv1.ValidationRules{NameRule(k.NameLimit)},
 						Properties: map[string]apiextensionsv1.JSONSchemaProps{
 							"apiVersion": {Type: "string", Description: apiVersionDescription},
 							"kind":       {Type: "string", Description: kindDescription},
-							"metadata":   {Type: "object"},
-							"spec":       *spec,
+							"metadata": {
+								Type: "object",
+								// Declared so the name rule can point its error at it.
+								Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}},
+							},
+							"spec": *spec,
 							"status": {
 								Type:                   "object",
 								Description:            statusDescription,
@@ -96,6 +101,31 @@ func BuildCRD(k *Kind, spec *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.C
 				AdditionalPrinterColumns: k.PrinterColumns,
 			}},
 		},
+	}
+}
+
+// dns1035LabelPattern is what apimachinery's IsDNS1035Label checks, as a CEL
+// (RE2) pattern.
+const dns1035LabelPattern = `^[a-z]([-a-z0-9]*[a-z0-9])?$`
+
+// NameRule is the CEL rule, on the CRD's top-level schema, that refuses a
+// metadata.name the kind's chart cannot be installed under. Rules at the top
+// level may read self.metadata.name; the API server evaluates them on create
+// (after generateName is filled in) and on update (names cannot change).
+// The message states the limit and the reason, as the user reads it after
+// `kubectl apply`.
+func NameRule(l *NameLimit) apiextensionsv1.ValidationRule {
+	rule := fmt.Sprintf("self.metadata.name.size() <= %d", l.MaxLength)
+	msg := fmt.Sprintf("metadata.name must be at most %d characters", l.MaxLength)
+	if l.DNS1035Label != nil && *l.DNS1035Label {
+		rule += fmt.Sprintf(" && self.metadata.name.matches('%s')", dns1035LabelPattern)
+		msg += " and a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit)"
+	}
+	return apiextensionsv1.ValidationRule{
+		Rule:      rule,
+		Message:   msg + ": " + strings.TrimSpace(l.Reason),
+		FieldPath: ".metadata.name",
+		Reason:    ptrTo(apiextensionsv1.FieldValueInvalid),
 	}
 }
 

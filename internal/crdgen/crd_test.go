@@ -3,11 +3,13 @@ package crdgen
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -22,6 +24,7 @@ func testKind() *Kind {
   description: Demo is a test kind.
   printerColumns:
   - {name: Replicas, type: integer, jsonPath: .spec.replicaCount}
+  nameLimit: {maxLength: 40, dns1035Label: true, reason: it names the release.}
 `))
 	if err != nil {
 		panic(err)
@@ -180,4 +183,56 @@ func TestRenderCRD(t *testing.T) {
 	g.Expect(yaml.UnmarshalStrict(out, &back)).To(Succeed())
 	g.Expect(back.Spec).To(Equal(crd.Spec))
 	g.Expect(strings.Count(string(out), "\n---\n")).To(Equal(1))
+}
+
+// The name rule is what users read after `kubectl apply`: the limit, the
+// DNS-1035 requirement when asked for, and the kind's reason. It sits on
+// the top-level schema (the only place a rule may read metadata.name) and
+// points at metadata.name.
+func TestNameRule(t *testing.T) {
+	tests := []struct {
+		name        string
+		limit       NameLimit
+		wantRule    string
+		wantMessage string
+	}{
+		{
+			name:     "length and DNS-1035 label",
+			limit:    NameLimit{MaxLength: 49, DNS1035Label: ptrTo(true), Reason: "it names the release and a Service"},
+			wantRule: `self.metadata.name.size() <= 49 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`,
+			wantMessage: "metadata.name must be at most 49 characters and a DNS-1035 label (lower-case letters, digits and '-', " +
+				"starting with a letter and ending with a letter or digit): it names the release and a Service",
+		},
+		{
+			name:        "length only",
+			limit:       NameLimit{MaxLength: 53, DNS1035Label: ptrTo(false), Reason: " it names the Helm release\n"},
+			wantRule:    `self.metadata.name.size() <= 53`,
+			wantMessage: "metadata.name must be at most 53 characters: it names the Helm release",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := NameRule(&tt.limit)
+			g.Expect(r.Rule).To(Equal(tt.wantRule))
+			g.Expect(r.Message).To(Equal(tt.wantMessage))
+			g.Expect(r.FieldPath).To(Equal(".metadata.name"))
+			g.Expect(*r.Reason).To(Equal(apiextensionsv1.FieldValueInvalid))
+
+			k := testKind()
+			k.NameLimit = &tt.limit
+			crd := BuildCRD(k, demoSchema(t))
+			g.Expect(ValidateCRD(crd)).To(Succeed())
+			g.Expect(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations).To(Equal(apiextensionsv1.ValidationRules{r}))
+		})
+	}
+}
+
+// The pattern is apimachinery's DNS-1035 label check, the one Services get.
+func TestDNS1035LabelPattern(t *testing.T) {
+	g := NewWithT(t)
+	re := regexp.MustCompile(dns1035LabelPattern)
+	for _, name := range []string{"a", "web", "web-app-1", "a1", "web.app", "1app", "-a", "a-", "Web", "a_b", ""} {
+		g.Expect(re.MatchString(name)).To(Equal(len(validation.IsDNS1035Label(name)) == 0), name)
+	}
 }

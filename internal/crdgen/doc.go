@@ -16,6 +16,16 @@
 // expects is a bug users only find at reconcile time. All problems of a schema
 // are reported at once.
 //
+// # Names the chart can be installed under
+//
+// The operator names the Helm release after the custom resource and the
+// chart names its objects after the release. Each kind's nameLimit (see
+// NameLimit) becomes a CEL rule on the CRD's top-level schema (NameRule), so
+// the API server refuses at apply time a metadata.name that is too long, or
+// not a DNS-1035 label when the chart names a Service after it, with a
+// message saying the limit and why, instead of accepting an object whose
+// release can never install.
+//
 // # Files written
 //
 // For each kind: <out>/<group>_<plural>.yaml, starting with the header line

@@ -35,6 +35,37 @@ type Kind struct {
 	Description string `json:"description"`
 	// PrinterColumns are the extra columns of `kubectl get`.
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"printerColumns,omitempty"`
+	// NameLimit is which metadata.name the chart can be installed under;
+	// required, see NameLimit.
+	NameLimit *NameLimit `json:"nameLimit"`
+}
+
+// MaxReleaseNameLength is the longest Helm release name Helm accepts
+// (helm.sh/helm/v3/pkg/chartutil ValidateReleaseName).
+const MaxReleaseNameLength = 53
+
+// NameLimit says which custom resource names the chart can be installed
+// under. The operator names the Helm release after the custom resource and
+// the chart names its objects after the release, so a name the release or
+// those objects cannot hold would be accepted by the API server and then
+// never install. The CRD refuses such names at apply time (see NameRule).
+//
+// It is required for every kind: the right limit depends on the chart's
+// templates, and a default (Helm's 53) would be wrong for any chart that
+// appends to the release name.
+type NameLimit struct {
+	// MaxLength is the longest name, 1 to MaxReleaseNameLength.
+	MaxLength int `json:"maxLength"`
+	// DNS1035Label also requires the name to be a DNS-1035 label: lower-case
+	// letters, digits and '-', starting with a letter and ending with a
+	// letter or digit (no dots, no leading digit). Needed when the chart
+	// names a Service after the release. Required, true or false, so the
+	// choice is made on purpose.
+	DNS1035Label *bool `json:"dns1035Label"`
+	// Reason finishes the refusal message: what the name is used for that
+	// sets the limit, e.g. "it names the Helm release and the chart's
+	// Service".
+	Reason string `json:"reason"`
 }
 
 // SchemaPath is the chart's values.schema.json, relative to the repository
@@ -129,7 +160,26 @@ func (k *Kind) check() []string {
 	if k.Scope != apiextensionsv1.NamespaceScoped && k.Scope != apiextensionsv1.ClusterScoped {
 		p = append(p, fmt.Sprintf("scope %q must be %s or %s", k.Scope, apiextensionsv1.NamespaceScoped, apiextensionsv1.ClusterScoped))
 	}
+	p = append(p, k.NameLimit.check()...)
 	// Everything else (group syntax, short names, categories, columns) is
 	// checked by the API server's CRD validation after the CRD is built.
+	return p
+}
+
+func (l *NameLimit) check() []string {
+	if l == nil {
+		return []string{"nameLimit is required: the longest metadata.name the chart's release and object names can hold " +
+			"(maxLength), whether it must be a DNS-1035 label (dns1035Label) and why (reason)"}
+	}
+	var p []string
+	if l.MaxLength < 1 || l.MaxLength > MaxReleaseNameLength {
+		p = append(p, fmt.Sprintf("nameLimit.maxLength %d must be between 1 and %d (Helm's limit for release names)", l.MaxLength, MaxReleaseNameLength))
+	}
+	if l.DNS1035Label == nil {
+		p = append(p, "nameLimit.dns1035Label is required (true when the chart names a Service after the release)")
+	}
+	if strings.TrimSpace(l.Reason) == "" {
+		p = append(p, "nameLimit.reason is required")
+	}
 	return p
 }

@@ -16,6 +16,18 @@ const minimalKind = `
   plural: demos
   scope: Cluster
   description: A demo.
+  nameLimit: {maxLength: 53, dns1035Label: false, reason: it names the Helm release.}
+`
+
+// noNameLimit is minimalKind without its nameLimit.
+const noNameLimit = `
+- chart: charts/demo
+  group: demo.example.com
+  version: v1
+  kind: Demo
+  plural: demos
+  scope: Cluster
+  description: A demo.
 `
 
 func TestParseKindsDefaults(t *testing.T) {
@@ -53,6 +65,13 @@ func TestParseKindsErrors(t *testing.T) {
 		{name: "bad kind", yaml: "- {chart: c, group: g.io, version: v1, kind: k, plural: ks, scope: Cluster, description: d}", want: `kind "k" must be UpperCamelCase`},
 		{name: "unclean chart path", yaml: "- {chart: ./c/, group: g.io, version: v1, kind: K, plural: ks, scope: Cluster, description: d}", want: `chart "./c/" must be a clean`},
 		{name: "duplicate CRD", yaml: minimalKind + minimalKind, want: "[1] (Demo): demos.demo.example.com is also defined by entry [0]"},
+		// The name limit has no default: it depends on the chart.
+		{name: "missing nameLimit", yaml: "- {chart: c, group: g.io, version: v1, kind: K, plural: ks, scope: Cluster, description: d}", want: "[0] (K): nameLimit is required"},
+		{name: "name limit over Helm's", yaml: noNameLimit + "  nameLimit: {maxLength: 54, dns1035Label: true, reason: r}\n", want: "nameLimit.maxLength 54 must be between 1 and 53 (Helm's limit for release names)"},
+		{name: "name limit missing maxLength", yaml: noNameLimit + "  nameLimit: {dns1035Label: true, reason: r}\n", want: "nameLimit.maxLength 0 must be between 1 and 53"},
+		{name: "name limit missing dns1035Label", yaml: noNameLimit + "  nameLimit: {maxLength: 40, reason: r}\n", want: "nameLimit.dns1035Label is required"},
+		{name: "name limit missing reason", yaml: noNameLimit + "  nameLimit: {maxLength: 40, dns1035Label: false}\n", want: "nameLimit.reason is required"},
+		{name: "name limit unknown key", yaml: noNameLimit + "  nameLimit: {maxLength: 40, dns1035Label: false, reason: r, max: 3}\n", want: `unknown field "max"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
