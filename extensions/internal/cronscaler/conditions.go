@@ -23,6 +23,20 @@ const (
 	ReasonTargetNotScalable = "TargetNotScalable"
 	// ReasonScaleFailed: reading or writing the target's count failed.
 	ReasonScaleFailed = "ScaleFailed"
+	// ReasonAmbiguousTarget: another CronScaler, older (or as old with a
+	// smaller name), scales the same target; this one does not touch it.
+	ReasonAmbiguousTarget = "AmbiguousTarget"
+	// ReasonTargetManagedByHPA: a HorizontalPodAutoscaler scales the
+	// target; the CronScaler should target the HPA instead.
+	ReasonTargetManagedByHPA = "TargetManagedByHPA"
+	// ReasonReplicasSetByChart: the target belongs to a Helm release whose
+	// chart sets its count, so the release's drift repair would undo every
+	// scale; the CronScaler does not touch it.
+	ReasonReplicasSetByChart = "ReplicasSetByChart"
+	// ReasonWaitingForRelease: the target belongs to a Helm release whose
+	// custom resource has no manifest in its status yet, so whether the
+	// chart sets the count is not known; looked at again shortly.
+	ReasonWaitingForRelease = "WaitingForRelease"
 	// ReasonRestoreFailed: restoreOnDelete could not put the original count
 	// back; deletion waits and retries.
 	ReasonRestoreFailed = "RestoreFailed"

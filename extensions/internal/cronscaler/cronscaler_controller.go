@@ -30,8 +30,13 @@ import (
 
 // Reconciler reconciles CronScalers.
 type Reconciler struct {
+	// Client reads from the manager's cache, which has the field indexes
+	// of IndexFields (rivals and HPAs are looked up there).
 	client.Client
-	Recorder record.EventRecorder
+	// APIReader reads from the API server: the custom resources of Helm
+	// releases, and targets the cache does not hold. Nil uses Client.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	// Clock is the time source of the schedule arithmetic.
 	Clock clock.PassiveClock
 	// burst defers status writes and Events during bursts of fires (see
@@ -130,7 +135,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *statusWrite) error {
 }
 
 // enforce computes the plan at now, records it in the status and applies it
-// to the target unless suspended. It sets the Ready condition.
+// to the target unless suspended or held (another owner has the count, or
+// the target is missing). It sets the Ready condition.
 func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, now time.Time) (ctrl.Result, error) {
 	sched, err := schedule.Compile(specOf(cs))
 	if err != nil {
@@ -144,18 +150,39 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 	recordPlan(cs, plan)
 	sleep := untilNext(plan, now)
 
-	switch {
-	case cs.Spec.Suspend:
+	if cs.Spec.Suspend {
 		r.setReady(cs, metav1.ConditionFalse, ReasonSuspended, "spec.suspend is set: the target's replica count is left as it is")
 		return ctrl.Result{}, nil
-	case plan.Active < 0:
+	}
+	t, err := targetFor(r.Client, cs)
+	if err != nil {
+		return ctrl.Result{}, r.targetFailed(cs, triggerSchedule, err)
+	}
+	h, err := r.claim(ctx, cs, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if h != nil {
+		r.holdOff(cs, h)
+		logr.FromContextOrDiscard(ctx).V(1).Info("Leaving the target alone", "target", t.describe(), "reason", h.reason)
+		return ctrl.Result{RequeueAfter: sooner(sleep, h.recheck)}, nil
+	}
+	if plan.Active < 0 {
 		r.setReady(cs, metav1.ConditionTrue, ReasonWaiting, "no job has fired yet; the target is left alone until the first fire")
 		return ctrl.Result{RequeueAfter: sleep}, nil
 	}
-	if err := r.scale(ctx, cs, plan, expected, now); err != nil {
+	if err := r.scale(ctx, cs, t, plan, expected, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: sleep}, nil
+}
+
+// sooner is the sooner of two requeue delays, where 0 is never.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // scale brings the target to the plan's count, recording the original count
@@ -163,7 +190,7 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 //
 // expected is the count the target should have from the previous reconcile
 // (the desired count it recorded), nil when there is none.
-func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, plan schedule.Plan, expected *int32, now time.Time) error {
+func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, t target, plan schedule.Plan, expected *int32, now time.Time) error {
 	log := logr.FromContextOrDiscard(ctx)
 	job := cs.Spec.Jobs[plan.Active]
 	newFire := cs.Status.AppliedScheduleTime == nil || !cs.Status.AppliedScheduleTime.Time.Equal(plan.ActiveFire)
@@ -172,10 +199,6 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 		trigger = triggerSchedule
 	}
 
-	t, err := targetFor(r.Client, cs)
-	if err != nil {
-		return r.targetFailed(cs, trigger, err)
-	}
 	current, scaled, err := r.setCount(ctx, cs, t, expected, job.Replicas, newFire)
 	if errors.Is(err, errStaleCronScaler) {
 		// Not the target's fault: retried (with backoff) on a fresh read.
@@ -368,6 +391,17 @@ func (r *Reconciler) restore(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 	}
 	t, err := targetFor(r.Client, cs)
 	if err != nil {
+		return nil
+	}
+	// Restoring is writing: only when this CronScaler owns the count.
+	h, err := r.claim(ctx, cs, t)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		if h.reason != ReasonTargetNotFound {
+			r.Recorder.Eventf(cs, corev1.EventTypeWarning, h.reason, "Not restoring %s to its original %d replicas: %s", t.describe(), orig, h.message)
+		}
 		return nil
 	}
 	if h, isHPA := t.(*hpaTarget); isHPA {

@@ -32,8 +32,35 @@ const (
 )
 
 // targetIndex is the field index of CronScalers by the object they scale,
-// as "<group>/<Kind>/<name>" (group empty for the core group).
-const targetIndex = "spec.scaleTargetRef"
+// and hpaTargetIndex that of HorizontalPodAutoscalers by the object they
+// scale, both as "<group>/<Kind>/<name>" (group empty for the core group).
+const (
+	targetIndex    = "spec.scaleTargetRef"
+	hpaTargetIndex = "spec.scaleTargetRef"
+)
+
+// watchedKinds are the kinds of targets the controller watches, metadata
+// only (the count is read through /scale): a count changed by hand is put
+// back at once, and a target that appears is scaled at once. Other kinds
+// are looked at again periodically while missing.
+var watchedKinds = []struct {
+	obj         client.Object
+	group, kind string
+}{
+	{&appsv1.Deployment{}, "apps", "Deployment"},
+	{&appsv1.StatefulSet{}, "apps", "StatefulSet"},
+	{&appsv1.ReplicaSet{}, "apps", "ReplicaSet"},
+}
+
+// watchedKind tells whether targets of a kind are watched.
+func watchedKind(gk schema.GroupKind) bool {
+	for _, w := range watchedKinds {
+		if w.group == gk.Group && w.kind == gk.Kind {
+			return true
+		}
+	}
+	return false
+}
 
 // Options are the settings of the CronScaler controller.
 type Options struct {
@@ -60,22 +87,23 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("cronscaler-clock-offset")
 }
 
-// SetupWithManager registers the CronScaler controller: the index of
-// CronScalers by target, and watches on CronScalers and on the workload
-// kinds they usually target, so that a count changed by hand is put back at
-// once.
+// SetupWithManager registers the CronScaler controller: the indexes of
+// CronScalers and HPAs by target, and watches on CronScalers (each also
+// wakes the others of its target, which may own it now), HPAs (which may
+// own a target's count) and the workload kinds CronScalers usually target.
 func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	var clk clock.PassiveClock = clock.RealClock{}
 	if o.ClockOffset != 0 {
 		clk = offsetClock{offset: o.ClockOffset}
 	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("cronscaler-controller"),
-		Clock:    clk,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor("cronscaler-controller"),
+		Clock:     clk,
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv1alpha1.CronScaler{}, targetIndex, indexTarget); err != nil {
-		return fmt.Errorf("indexing CronScalers by target: %w", err)
+	if err := IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		o.MaxConcurrentReconciles = 1
@@ -85,19 +113,20 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding the CronScaler status writer: %w", err)
 	}
 	changed := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("cronscaler").
 		For(&autoscalingv1alpha1.CronScaler{}, builder.WithPredicates(specOrDeletion)).
-		Watches(&appsv1.Deployment{}, r.enqueueScalersOf("apps", "Deployment"), changed).
-		Watches(&appsv1.StatefulSet{}, r.enqueueScalersOf("apps", "StatefulSet"), changed).
-		Watches(&appsv1.ReplicaSet{}, r.enqueueScalersOf("apps", "ReplicaSet"), changed).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.enqueueScalersOf("autoscaling", "HorizontalPodAutoscaler"), changed).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-			// Failures (missing target, API errors) retry from 1 s up to 5 min,
-			// never in a hot loop.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
-		}).
+		Watches(&autoscalingv1alpha1.CronScaler{}, r.enqueueRivals(), builder.WithPredicates(specOrDeletion)).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.enqueueScalersOfHPA(), changed)
+	for _, w := range watchedKinds {
+		b = b.WatchesMetadata(w.obj, r.enqueueScalersOf(w.group, w.kind), changed)
+	}
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		// Failures (missing target, API errors) retry from 1 s up to 5 min,
+		// never in a hot loop.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+	}).
 		Complete(r)
 }
 
@@ -109,6 +138,18 @@ var specOrDeletion = predicate.Funcs{
 		return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
 			(e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil)
 	},
+}
+
+// IndexFields registers the field indexes the controller looks rivals and
+// HPAs up in.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &autoscalingv1alpha1.CronScaler{}, targetIndex, indexTarget); err != nil {
+		return fmt.Errorf("indexing CronScalers by target: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget); err != nil {
+		return fmt.Errorf("indexing HorizontalPodAutoscalers by target: %w", err)
+	}
+	return nil
 }
 
 // targetKey is the index value for a target.
@@ -130,22 +171,68 @@ func indexTarget(o client.Object) []string {
 	return []string{targetKey(gv.Group, ref.Kind, ref.Name)}
 }
 
+// indexHPATarget indexes an HPA by its scaleTargetRef.
+func indexHPATarget(o client.Object) []string {
+	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	ref := hpa.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil
+	}
+	return []string{targetKey(gv.Group, ref.Kind, ref.Name)}
+}
+
 // enqueueScalersOf maps an object of one kind to the CronScalers in its
 // namespace that target it.
 func (r *Reconciler) enqueueScalersOf(group, kind string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list autoscalingv1alpha1.CronScalerList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-			client.MatchingFields{targetIndex: targetKey(group, kind, o.GetName())}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the CronScalers of a target", "kind", kind, "name", o.GetName())
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, cs := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+		return r.scalersOf(ctx, o.GetNamespace(), targetKey(group, kind, o.GetName()), "")
+	})
+}
+
+// enqueueScalersOfHPA maps an HPA to the CronScalers that target it and to
+// those that target what it scales (which it owns the count of).
+func (r *Reconciler) enqueueScalersOfHPA() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := r.scalersOf(ctx, o.GetNamespace(), targetKey("autoscaling", "HorizontalPodAutoscaler", o.GetName()), "")
+		for _, key := range indexHPATarget(o) {
+			reqs = append(reqs, r.scalersOf(ctx, o.GetNamespace(), key, "")...)
 		}
 		return reqs
 	})
+}
+
+// enqueueRivals maps a CronScaler to the other CronScalers of its target:
+// when it is created, deleted or retargeted, which of them owns the target
+// may change. (An update's old and new objects are both mapped.)
+func (r *Reconciler) enqueueRivals() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, key := range indexTarget(o) {
+			reqs = append(reqs, r.scalersOf(ctx, o.GetNamespace(), key, o.GetName())...)
+		}
+		return reqs
+	})
+}
+
+// scalersOf lists the CronScalers of a namespace whose target has the index
+// key, except the one named except.
+func (r *Reconciler) scalersOf(ctx context.Context, namespace, key, except string) []reconcile.Request {
+	var list autoscalingv1alpha1.CronScalerList
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{targetIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the CronScalers of a target", "namespace", namespace, "target", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, cs := range list.Items {
+		if cs.Name != except {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+		}
+	}
+	return reqs
 }
 
 // offsetClock is the real clock shifted by a fixed offset (testing aid, see

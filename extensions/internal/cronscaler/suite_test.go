@@ -1,6 +1,7 @@
 package cronscaler
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -16,12 +19,17 @@ import (
 
 // The integration tests of this package share one real API server (etcd +
 // kube-apiserver from KUBEBUILDER_ASSETS) with the CronScaler CRD
-// installed. They call Reconcile directly with a fake clock, so that time
-// is whatever the test says; everything else is the real API server.
+// installed (and the Nginx CRD, to stand for a Helm release's custom
+// resource). Most call Reconcile directly with a fake clock, so that time
+// is whatever the test says; everything else is the real API server. Tests
+// of what watches do run the controller in a manager of their own
+// (startController).
 var suite struct {
-	skip string
-	err  error
-	k8s  client.Client
+	skip   string
+	err    error
+	k8s    client.Client
+	cfg    *rest.Config
+	scheme *runtime.Scheme
 }
 
 func TestMain(m *testing.M) {
@@ -36,7 +44,10 @@ func runSuite(m *testing.M) int {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases", "autoscaling.acme.com_cronscalers.yaml")},
+		CRDDirectoryPaths: []string{
+			filepath.Join("..", "..", "..", "config", "crd", "bases", "autoscaling.acme.com_cronscalers.yaml"),
+			filepath.Join("..", "..", "..", "config", "crd", "bases", "web.acme.com_nginxes.yaml"),
+		},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -52,8 +63,49 @@ func runSuite(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = autoscalingv1alpha1.AddToScheme(scheme)
-	suite.k8s, suite.err = client.New(cfg, client.Options{Scheme: scheme})
+	suite.cfg, suite.scheme = cfg, scheme
+	ctx, stopCache := context.WithCancel(context.Background())
+	defer stopCache() // before the API server stops
+	suite.k8s, suite.err = indexedClient(ctx, cfg, scheme)
 	return m.Run()
+}
+
+// indexedClient is a client of the API server whose lists by a field index
+// (rival CronScalers, HPAs of a target) are served by an informer cache
+// with the controller's indexes, as the manager's client serves them: the
+// API server cannot select custom resources by such fields. Everything
+// else goes to the API server, so a test sees its own writes at once.
+func indexedClient(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) {
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if err := IndexFields(ctx, c); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the test cache did not sync")
+	}
+	return listsFromCache{Client: direct, cache: c}, nil
+}
+
+type listsFromCache struct {
+	client.Client
+	cache cache.Cache
+}
+
+func (c listsFromCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		return c.cache.List(ctx, list, opts...)
+	}
+	return c.Client.List(ctx, list, opts...)
 }
 
 // needAPIServer skips or fails a test that needs the API server.

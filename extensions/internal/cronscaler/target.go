@@ -28,6 +28,9 @@ var (
 type target interface {
 	// describe names the target for messages, e.g. "Deployment/web".
 	describe() string
+	// ref is the target's kind and name; namespace its namespace.
+	ref() (schema.GroupVersionKind, string)
+	namespace() string
 	// replicas reads the current count.
 	replicas(ctx context.Context) (int32, error)
 	// setReplicas writes the count.
@@ -73,6 +76,10 @@ func targetFor(c client.Client, cs *autoscalingv1alpha1.CronScaler) (target, err
 }
 
 func (t *scaleTarget) describe() string { return t.gvk.Kind + "/" + t.key.Name }
+
+func (t *scaleTarget) ref() (schema.GroupVersionKind, string) { return t.gvk, t.key.Name }
+
+func (t *scaleTarget) namespace() string { return t.key.Namespace }
 
 // object is an empty unstructured object of the target's kind and name.
 func (t *scaleTarget) object() *unstructured.Unstructured {
@@ -151,6 +158,12 @@ func (t *scaleTarget) classify(ctx context.Context, err error) error {
 }
 
 func (t *hpaTarget) describe() string { return "HorizontalPodAutoscaler/" + t.key.Name }
+
+func (t *hpaTarget) ref() (schema.GroupVersionKind, string) {
+	return autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), t.key.Name
+}
+
+func (t *hpaTarget) namespace() string { return t.key.Namespace }
 
 func (t *hpaTarget) get(ctx context.Context) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
