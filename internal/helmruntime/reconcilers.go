@@ -54,7 +54,8 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 	acg = withReleaseDigests(acg, rw.GVK.Kind, log.WithName("release-digest").WithValues("kind", rw.GVK.Kind))
 	// A release has one owner: another resource's release, or one installed
 	// by hand, is never touched (see releaseowner.go).
-	acg = withReleaseOwnership(acg, nsFor, mgr.GetAPIReader(),
+	refused := newRefusals()
+	acg = withReleaseOwnership(acg, nsFor, refused, mgr.GetAPIReader(),
 		mgr.GetEventRecorderFor(fmt.Sprintf("%s-controller", strings.ToLower(rw.GVK.Kind))),
 		log.WithName("release-owner").WithValues("kind", rw.GVK.Kind))
 	// Stale pending releases are unlocked; waits end on shutdown (see pending.go).
@@ -70,7 +71,7 @@ func setupReconciler(mgr ctrl.Manager, rw ResolvedWatch, releaseNamespace string
 	opts = append(opts, resync...)
 	// A resource refused for another's release retries when that release goes.
 	opts = append(opts, reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, clusterScoped, releaseNamespace)))
-	extra, err := safetyOptions(mgr, rw, acg, nsFor, log)
+	extra, err := safetyOptions(mgr, rw, acg, nsFor, refused, log)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
@@ -121,14 +122,15 @@ func reconcilerOptions(rw ResolvedWatch, acg helmclient.ActionClientGetter, log 
 // safetyOptions are the reconciler options that keep chart secrets safe:
 //   - the reconciler's client redacts Secret values from the release
 //     manifest it writes into the custom resource's status (see
-//     NewRedactingClient);
+//     NewRedactingClient), and gives the conditions that report a refusal
+//     of the ownership layer that refusal's reason (see refusals);
 //   - values the chart declares as generated (GeneratedValuesAnnotation) are
 //     generated once and then kept for the life of the release;
 //   - kept objects (helm.sh/resource-policy: keep) are watched by owner
 //     annotation, so that their drift is repaired at once (see
 //     keptObjectWatcher).
-func safetyOptions(mgr ctrl.Manager, rw ResolvedWatch, acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, log logr.Logger) ([]reconciler.Option, error) {
-	opts := []reconciler.Option{reconciler.WithClient(NewRedactingClient(mgr.GetClient()))}
+func safetyOptions(mgr ctrl.Manager, rw ResolvedWatch, acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, refused *refusals, log logr.Logger) ([]reconciler.Option, error) {
+	opts := []reconciler.Option{reconciler.WithClient(withRefusalReasons(NewRedactingClient(mgr.GetClient()), refused))}
 
 	// The library names its controller, and its event recorder, this way.
 	controllerName := fmt.Sprintf("%s-controller", strings.ToLower(rw.GVK.Kind))

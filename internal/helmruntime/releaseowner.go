@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -195,8 +196,9 @@ func (e *InvalidReleaseNameError) Is(target error) bool {
 
 // releaseOwnership builds the ownership layer of one kind.
 type releaseOwnership struct {
-	inner helmclient.ActionClientGetter
-	nsFor helmclient.ObjectToStringMapper
+	inner    helmclient.ActionClientGetter
+	nsFor    helmclient.ObjectToStringMapper
+	refusals *refusals
 	// secrets reads release storage Secrets from the API server, for
 	// releases stored before owner labels existed.
 	secrets  client.Reader
@@ -206,8 +208,8 @@ type releaseOwnership struct {
 
 var _ helmclient.ActionClientGetter = (*releaseOwnership)(nil)
 
-func withReleaseOwnership(acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, secrets client.Reader, recorder record.EventRecorder, log logr.Logger) helmclient.ActionClientGetter {
-	return &releaseOwnership{inner: acg, nsFor: nsFor, secrets: secrets, recorder: recorder, log: log}
+func withReleaseOwnership(acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, refused *refusals, secrets client.Reader, recorder record.EventRecorder, log logr.Logger) helmclient.ActionClientGetter {
+	return &releaseOwnership{inner: acg, nsFor: nsFor, refusals: refused, secrets: secrets, recorder: recorder, log: log}
 }
 
 // ActionClientFor returns obj's action client, which only acts on a
@@ -387,6 +389,7 @@ func (c *ownedActionClient) recordOwner(rel *release.Release) *release.Release {
 func (c *ownedActionClient) refuse(conflict *ReleaseConflictError) error {
 	c.g.log.Info("Release belongs to another resource; not touching it", "release", c.namespace+"/"+conflict.Release, "error", conflict.Error())
 	c.g.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonReleaseNameConflict, conflict.Error())
+	c.g.refusals.refused(c.obj.GetUID(), ReasonReleaseNameConflict, conflict.Error())
 	return conflict
 }
 
@@ -419,6 +422,7 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		invalid := &InvalidReleaseNameError{Name: name, Kind: c.owner.GroupKind.Kind, Err: err}
 		c.g.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonInvalidReleaseName, invalid.Error())
+		c.g.refusals.refused(c.obj.GetUID(), ReasonInvalidReleaseName, invalid.Error())
 		return nil, invalid
 	}
 	_, v, conflict, err := c.check(name)
@@ -429,6 +433,7 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 		return nil, c.refuse(conflict)
 	}
 	c.changed(name)
+	c.g.refusals.forget(c.obj.GetUID())
 	labels := c.owner.labels()
 	opts = append(opts, func(i *action.Install) error {
 		i.Labels = mergeLabels(i.Labels, labels)
@@ -451,6 +456,7 @@ func (c *ownedActionClient) Upgrade(name, namespace string, chrt *chart.Chart, v
 	} else if !dry {
 		c.changed(name)
 	}
+	c.g.refusals.forget(c.obj.GetUID())
 	labels := c.owner.labels()
 	opts = append(opts, func(u *action.Upgrade) error {
 		u.Labels = mergeLabels(u.Labels, labels)
@@ -470,6 +476,7 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 	if v == foreign {
 		c.g.log.Info("Release belongs to another resource; leaving it installed", "release", c.namespace+"/"+name, "owner", conflict.Error())
 	}
+	c.g.refusals.forget(c.obj.GetUID())
 	if v != owned {
 		return nil, driver.ErrReleaseNotFound
 	}
@@ -527,4 +534,84 @@ func releaseDeletionWatch(c cache.Cache, gvk schema.GroupVersionKind, clusterSco
 		}
 		return nil
 	}
+}
+
+// refusals remembers the last refusal of the ownership layer per resource,
+// so that the status the library writes carries the refusal's reason
+// (ReleaseNameConflict, InvalidReleaseName) instead of its generic
+// InstallError and ReconcileError: the library sets reasons of its own and
+// takes only the message from an action's error. An entry lives until the
+// resource's next action goes ahead (or its deletion).
+type refusals struct {
+	mu sync.Mutex
+	m  map[types.UID]refusal
+}
+
+type refusal struct{ reason, message string }
+
+func newRefusals() *refusals { return &refusals{m: map[types.UID]refusal{}} }
+
+func (r *refusals) refused(uid types.UID, reason, message string) {
+	r.mu.Lock()
+	r.m[uid] = refusal{reason: reason, message: message}
+	r.mu.Unlock()
+}
+
+func (r *refusals) forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.m, uid)
+	r.mu.Unlock()
+}
+
+// refusalReasonsClient is the reconciler's client: the status it writes
+// gets the reason of the ownership layer's refusal on the conditions that
+// report it.
+type refusalReasonsClient struct {
+	client.Client
+	refusals *refusals
+}
+
+func withRefusalReasons(c client.Client, r *refusals) client.Client {
+	return &refusalReasonsClient{Client: c, refusals: r}
+}
+
+func (c *refusalReasonsClient) Status() client.SubResourceWriter {
+	return &refusalReasonsWriter{SubResourceWriter: c.Client.Status(), refusals: c.refusals}
+}
+
+type refusalReasonsWriter struct {
+	client.SubResourceWriter
+	refusals *refusals
+}
+
+// Update writes obj's status with refusal reasons.
+func (w *refusalReasonsWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	w.refusals.apply(obj)
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// apply sets the refusal's reason on the True ReleaseFailed and
+// Irreconcilable conditions of obj whose message is the refusal's.
+func (r *refusals) apply(obj client.Object) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	ref, ok := r.m[obj.GetUID()]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["status"] != string(corev1.ConditionTrue) || m["message"] != ref.message {
+			continue
+		}
+		if m["type"] == "ReleaseFailed" || m["type"] == "Irreconcilable" {
+			m["reason"] = ref.reason
+		}
+	}
+	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
 }

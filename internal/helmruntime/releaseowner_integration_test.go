@@ -42,6 +42,8 @@ func expectRefused(t *testing.T, k8s client.Client, cr *unstructured.Unstructure
 		g.Expect(failed).NotTo(BeNil(), "status: %v", cur.Object["status"])
 		g.Expect(failed["status"]).To(Equal("True"))
 		g.Expect(failed["message"]).To(ContainSubstring(msg))
+		g.Expect(failed["reason"]).To(Equal(reason))
+		g.Expect(conditionOf(cur, "Irreconcilable")).To(HaveKeyWithValue("reason", reason))
 		g.Expect(conditionStatus(cur, "Deployed")).NotTo(Equal("True"))
 		g.Expect(cur.Object["status"]).NotTo(HaveKey("deployedRelease"))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
