@@ -24,7 +24,10 @@ const root = "../.."
 // dockerfile is what the tests need to know of the Dockerfile.
 type dockerfile struct {
 	copySources []string          // sources of COPY without --from, relative to the build context
-	builds      map[string]string // binary name -> Go package, from `go build -o NAME PKG`
+	builds      map[string]string // binary name -> Go package, from `go build -o [DIR/]NAME PKG`
+	outputs     map[string]string // binary name -> path the builder stage writes it to
+	fromBuilder map[string]string // path in the builder stage -> path in the image
+	builderDir  string            // WORKDIR of the builder stage, where the sources are copied
 	imageFiles  []string          // absolute paths the final stage copies from the builder or context
 	workdir     string            // WORKDIR of the final stage
 }
@@ -42,7 +45,8 @@ func parseDockerfile(t *testing.T) dockerfile {
 	}
 	// Join continuation lines.
 	text := strings.ReplaceAll(string(data), "\\\n", " ")
-	d := dockerfile{builds: map[string]string{}}
+	d := dockerfile{builds: map[string]string{}, outputs: map[string]string{}, fromBuilder: map[string]string{}}
+	d.builderDir = "/"
 	stage := 0
 	for _, line := range strings.Split(text, "\n") {
 		fields := strings.Fields(line)
@@ -54,9 +58,17 @@ func parseDockerfile(t *testing.T) dockerfile {
 			stage++
 		case "WORKDIR":
 			d.workdir = fields[1]
+			if stage == 1 {
+				d.builderDir = fields[1]
+			}
 		case "RUN":
 			if m := goBuildRe.FindStringSubmatch(line); m != nil {
-				d.builds[m[1]] = m[2]
+				out := m[1]
+				if !strings.HasPrefix(out, "/") {
+					out = filepath.Join(d.builderDir, out)
+				}
+				d.builds[filepath.Base(out)] = m[2]
+				d.outputs[filepath.Base(out)] = out
 			}
 		case "COPY":
 			args := fields[1:]
@@ -68,6 +80,10 @@ func parseDockerfile(t *testing.T) dockerfile {
 			dest := args[len(args)-1]
 			if !fromBuilder {
 				d.copySources = append(d.copySources, args[:len(args)-1]...)
+			} else {
+				for _, src := range args[:len(args)-1] {
+					d.fromBuilder[src] = dest
+				}
 			}
 			if stage == 2 {
 				if !strings.HasPrefix(dest, "/") {
@@ -143,6 +159,23 @@ func TestDockerfileBuildsWhatMakeBuilds(t *testing.T) {
 		st, err := os.Stat(filepath.Join(out, name))
 		g.Expect(err).NotTo(HaveOccurred(), "make build did not produce %s", name)
 		g.Expect(st.Mode().Perm() & 0o111).NotTo(BeZero())
+	}
+}
+
+// TestDockerfileCopiesTheBinaries: the final stage copies each binary the
+// builder writes, as a file, to the path the manifests run. (Building
+// `-o extensions` next to the extensions/ source directory once wrote the
+// binary into that directory, and the image got the directory.)
+func TestDockerfileCopiesTheBinaries(t *testing.T) {
+	g := NewWithT(t)
+	d := parseDockerfile(t)
+	for name, out := range d.outputs {
+		g.Expect(d.fromBuilder).To(HaveKeyWithValue(out, "/"+name), "the image must get %s from %s", "/"+name, out)
+		for _, src := range d.copySources {
+			dir := filepath.Join(d.builderDir, src)
+			g.Expect(out == dir || strings.HasPrefix(out, dir+"/")).To(BeFalse(),
+				"the builder writes %s onto the copied source %s", out, src)
+		}
 	}
 }
 
