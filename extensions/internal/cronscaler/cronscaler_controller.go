@@ -47,6 +47,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/finalizers,verbs=update
+// The owner checks (claim.go) read the custom resources of Helm releases
+// and write Events on them:
+// +kubebuilder:rbac:groups=web.acme.com,resources=nginxes;webapps,verbs=get
+// +kubebuilder:rbac:groups=tenancy.acme.com,resources=namespacetenants,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// These markers document what the controller needs; the ClusterRole is
+// config/rbac/role.yaml, written by hand for the manager and the sidecar
+// together (make manifests does not generate RBAC), and grants all of it.
 
 // Reconcile brings one CronScaler's target to the active job's count and
 // sleeps until the next fire.
