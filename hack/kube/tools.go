@@ -1,6 +1,7 @@
 //go:build tools
 
-// Package kube pins the control plane commands built by the Makefile.
+// Package kube pins the control plane and node commands built by the
+// Makefile.
 package kube
 
 import (
@@ -9,4 +10,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
