@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -143,4 +144,133 @@ spec: {}
 	g.Expect(out).To(MatchRegexp(`at most \d+ characters`))
 	_, err = getNginx(context.Background(), ns, name)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}
+
+// generationOver returns obj's generation at the start and the end of the
+// window.
+func generationOver(g Gomega, obj client.Object, window time.Duration) (int64, int64) {
+	ctx := context.Background()
+	g.ExpectWithOffset(1, env.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	before := obj.GetGeneration()
+	time.Sleep(window)
+	g.ExpectWithOffset(1, env.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	return before, obj.GetGeneration()
+}
+
+// expectHeld waits until CronScaler name is Ready=False with reason and a
+// message containing msg, with a Warning Event of that reason.
+func expectHeld(t *testing.T, ns, name, reason, msg string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(func(g Gomega) {
+		status, got, m, err := readyOf(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect([]string{status, got}).To(Equal([]string{"False", reason}), m)
+		g.Expect(m).To(ContainSubstring(msg))
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, name) }).
+		WithTimeout(10 * time.Second).Should(ContainElement(reason))
+}
+
+// TestCronScalerConflicts: two CronScalers whose jobs have both fired, on
+// one Deployment; and a CronScaler on a Deployment whose replicas an
+// Nginx's chart sets. Neither pair fights: the one that must yield says
+// who holds the count, and the target's generation stays put.
+func TestCronScalerConflicts(t *testing.T) {
+	ctx := context.Background()
+	const ns = "e2e-cronscaler-conflicts"
+	createNamespace(t, ns)
+	window := conflictWindow()
+
+	t.Run("two CronScalers, one target", func(t *testing.T) {
+		g := NewWithT(t)
+		dep := newDeployment(ns, "web", 1)
+		g.Expect(env.client.Create(ctx, dep)).To(Succeed())
+		applyManifest(g, ns, cronScalerManifest("first", "apps/v1", "Deployment", "web",
+			[]cronJob{{"every-minute", "* * * * *", 3}}, ""))
+		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
+			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
+		// creationTimestamp has a resolution of one second: the second
+		// CronScaler must be younger for the rule to pick the first.
+		time.Sleep(1100 * time.Millisecond)
+		applyManifest(g, ns, cronScalerManifest("second", "apps/v1", "Deployment", "web",
+			[]cronJob{{"every-minute", "* * * * *", 1}}, ""))
+		expectHeld(t, ns, "second", "AmbiguousTarget", "CronScaler "+ns+"/first")
+
+		before, after := generationOver(g, dep, window)
+		t.Logf("over %s: Deployment generation %d -> %d", window, before, after)
+		g.Expect(after).To(Equal(before))
+		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(3)))
+
+		t.Log("the owner goes: the second takes over at once")
+		out, err := kubectl("delete", "cronscaler", "first", "-n", ns, "--wait=true", "--timeout=30s")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
+			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(1)))
+		g.Eventually(func(g Gomega) {
+			status, reason, _, err := readyOf(ctx, ns, "second")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	t.Run("replicas a chart still sets", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: charted
+spec:
+  replicaCount: 2
+`, "apply", "-n", ns, "-f", "-")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Eventually(func(g Gomega) {
+			cr, err := getNginx(ctx, ns, "charted")
+			g.Expect(err).NotTo(HaveOccurred())
+			status, _, msg := condition(cr, "Deployed")
+			g.Expect(status).To(Equal("True"), msg)
+		}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+		dep := &appsv1.Deployment{}
+		dep.Namespace, dep.Name = ns, "charted-nginx"
+
+		applyManifest(g, ns, cronScalerManifest("charted", "apps/v1", "Deployment", "charted-nginx",
+			[]cronJob{{"every-minute", "* * * * *", 4}}, ""))
+		expectHeld(t, ns, "charted", "ReplicasSetByChart", "Nginx "+ns+"/charted")
+		g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, "charted") }).
+			WithTimeout(10 * time.Second).Should(ContainElement("ReplicasSetByChart"))
+		var nginxEvents corev1.EventList
+		g.Eventually(func(g Gomega) {
+			g.Expect(env.client.List(ctx, &nginxEvents, client.InNamespace(ns))).To(Succeed())
+			var onNginx []string
+			for _, e := range nginxEvents.Items {
+				if e.InvolvedObject.Kind == "Nginx" && e.Type == corev1.EventTypeWarning {
+					onNginx = append(onNginx, e.Reason)
+				}
+			}
+			g.Expect(onNginx).NotTo(BeEmpty(), "the Nginx is told too")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		revs, err := releaseSecrets(ctx, ns, "charted")
+		g.Expect(err).NotTo(HaveOccurred())
+		before, after := generationOver(g, dep, window)
+		t.Logf("over %s: Deployment generation %d -> %d, release revisions %d", window, before, after, len(revs))
+		g.Expect(after).To(Equal(before))
+		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(2)))
+		g.Expect(releaseSecrets(ctx, ns, "charted")).To(Equal(revs))
+
+		t.Log("handing the count over (externalReplicaControl) lets the CronScaler scale")
+		out, err = kubectl("patch", "nginx", "charted", "-n", ns, "--type=merge", "-p", `{"spec":{"externalReplicaControl":true}}`)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
+			WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Equal(int32(4)))
+		g.Eventually(func(g Gomega) {
+			status, reason, _, err := readyOf(ctx, ns, "charted")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		before, after = generationOver(g, dep, 5*time.Second)
+		g.Expect(after).To(Equal(before), "no fight once the chart lets go")
+		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(4)))
+	})
 }

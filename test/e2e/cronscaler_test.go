@@ -527,7 +527,7 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 		{"bad-minute", cronScalerManifest("bad-minute", "apps/v1", "Deployment", "web", []cronJob{{"a", "61 * * * *", 1}}, ""),
 			"InvalidSpec", `job "a": schedule "61 * * * *": end of range (61) above maximum (59)`},
 		// IANA-shaped but unknown.
-		{"unknown-zone", cronScalerManifest("unknown-zone", "apps/v1", "Deployment", "web", ok, "timeZone: Mars/Olympus_Mons"),
+		{"unknown-zone", cronScalerManifest("unknown-zone", "apps/v1", "Deployment", "zone-web", ok, "timeZone: Mars/Olympus_Mons"),
 			"InvalidSpec", `timeZone "Mars/Olympus_Mons" is not a known IANA time zone`},
 		// No such Deployment (yet).
 		{"missing-target", cronScalerManifest("missing-target", "apps/v1", "Deployment", "ghost", []cronJob{{"a", "* * * * *", 2}}, ""),
@@ -587,7 +587,7 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 		g := NewWithT(t)
 		out, err := kubectl("patch", "cronscaler", "unknown-zone", "-n", ns, "--type=merge", "-p", `{"spec":{"timeZone":"Europe/Berlin"}}`)
 		g.Expect(err).NotTo(HaveOccurred(), out)
-		// The target "web" does not exist in this namespace: now that the
+		// The target "zone-web" does not exist in this namespace: now that the
 		// spec parses, the next problem is reported.
 		g.Eventually(func(g Gomega) {
 			_, reason, _, err := readyOf(ctx, ns, "unknown-zone")
