@@ -1,8 +1,11 @@
-// Command localcluster starts and stops the local Kubernetes control plane
-// used by make cluster-up, make run and the end-to-end tests.
+// Command localcluster starts and stops the local Kubernetes cluster used by
+// make cluster-up, make run and the end-to-end tests, and runs its storage
+// provisioner.
 //
-//	localcluster up   [--bin-dir bin/k8s] [--state-dir bin/local] [--kwok-module hack/kwok] [--nodes 1]
+//	localcluster up   [--bin-dir bin/k8s] [--state-dir bin/local] [--kwok-module hack/kwok] [--nodes 1|N|real]
 //	localcluster down [--state-dir bin/local]
+//	localcluster load [--state-dir bin/local] IMAGE.tar...   (real node: import images into its containerd)
+//	localcluster provisioner --kubeconfig K --dir D          (started by up)
 package main
 
 import (
@@ -11,49 +14,73 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/internal/localcluster/hostpath"
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: localcluster up|down [flags]")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: localcluster up|down|load|provisioner [flags]")
 		os.Exit(2)
 	}
 	verb := os.Args[1]
 	fs := flag.NewFlagSet(verb, flag.ExitOnError)
-	binDir := fs.String("bin-dir", "bin/k8s", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+	binDir := fs.String("bin-dir", "bin/k8s", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and kubelet, kube-proxy, coredns, pause for a real node)")
 	stateDir := fs.String("state-dir", "bin/local", "directory for the cluster's state, logs and kubeconfig")
 	kwokModule := fs.String("kwok-module", "hack/kwok", "Go module that pins kwok (its Stage files are used)")
-	nodes := fs.Int("nodes", 1, "number of fake Nodes")
+	nodes := fs.String("nodes", "1", `number of fake (kwok) Nodes, or "real" for one real node (root; make node-deps node-binaries)`)
+	kubeconfig := fs.String("kubeconfig", "", "provisioner: kubeconfig of the cluster")
+	volumeDir := fs.String("dir", "", "provisioner: directory of the volumes")
 	_ = fs.Parse(os.Args[2:])
-
-	if verb == "down" {
-		if err := localcluster.Down(*stateDir); err != nil {
-			fmt.Fprintln(os.Stderr, "localcluster down:", err)
-			os.Exit(1)
-		}
-		return
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stages, err := localcluster.KwokStages(*kwokModule)
+	var err error
+	switch verb {
+	case "up":
+		err = up(ctx, *binDir, *stateDir, *kwokModule, *nodes)
+	case "down":
+		err = localcluster.Down(*stateDir)
+	case "load":
+		for _, tar := range fs.Args() {
+			if err = localcluster.ImportImage(ctx, *stateDir, tar); err != nil {
+				break
+			}
+		}
+	case "provisioner":
+		err = provision(ctx, *kubeconfig, *volumeDir)
+	default:
+		err = fmt.Errorf("unknown command %q (up, down, load, provisioner)", verb)
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "localcluster up:", err)
+		fmt.Fprintf(os.Stderr, "localcluster %s: %v\n", verb, err)
 		os.Exit(1)
 	}
-	c, err := localcluster.Up(ctx, localcluster.Config{
-		BinDir:     *binDir,
-		StateDir:   *stateDir,
-		KwokStages: stages,
-		Nodes:      *nodes,
-		Log:        os.Stderr,
-	})
+}
+
+func up(ctx context.Context, binDir, stateDir, kwokModule, nodes string) error {
+	cfg := localcluster.Config{BinDir: binDir, StateDir: stateDir, Log: os.Stderr}
+	if nodes == "real" {
+		cfg.RealNode = true
+	} else {
+		n, err := strconv.Atoi(nodes)
+		if err != nil || n < 1 {
+			return fmt.Errorf(`--nodes %q: want a number of fake Nodes or "real"`, nodes)
+		}
+		cfg.Nodes = n
+		if cfg.KwokStages, err = localcluster.KwokStages(kwokModule); err != nil {
+			return err
+		}
+	}
+	c, err := localcluster.Up(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "localcluster up:", err)
-		os.Exit(1)
+		return err
 	}
 	if c.Reused {
 		fmt.Fprintf(os.Stderr, "local cluster already running at %s\n", c.Server)
@@ -61,4 +88,23 @@ func main() {
 		fmt.Fprintf(os.Stderr, "local cluster running at %s\n", c.Server)
 	}
 	fmt.Fprintf(os.Stderr, "  export KUBECONFIG=%s\n", c.Kubeconfig)
+	if c.Registry != "" {
+		fmt.Fprintf(os.Stderr, "  image registry (http): %s; or load a tarball: localcluster load --state-dir %s IMAGE.tar\n", c.Registry, stateDir)
+	}
+	return nil
+}
+
+func provision(ctx context.Context, kubeconfig, dir string) error {
+	if kubeconfig == "" || dir == "" {
+		return fmt.Errorf("--kubeconfig and --dir are required")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	return (&hostpath.Provisioner{Client: cs, Root: dir}).Run(ctx)
 }

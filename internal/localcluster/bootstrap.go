@@ -46,9 +46,9 @@ func serverFromKubeconfig(path string) (string, error) {
 }
 
 // bootstrap registers the fake Nodes and waits until the cluster can run
-// Pods: Nodes Ready (when kwok runs) and the default ServiceAccount created
-// by kube-controller-manager.
-func bootstrap(ctx context.Context, kubeconfig string, nodes int, withKwok bool) error {
+// Pods: Nodes Ready (when kwok runs, or the real node registers itself) and
+// the default ServiceAccount created by kube-controller-manager.
+func bootstrap(ctx context.Context, kubeconfig string, nodes int, withKwok, realNode bool) error {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -56,6 +56,22 @@ func bootstrap(ctx context.Context, kubeconfig string, nodes int, withKwok bool)
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
+	}
+	if realNode {
+		if err := waitFor(ctx, 120*time.Second, func() error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+			return fmt.Errorf("node %s not ready", NodeName)
+		}); err != nil {
+			return fmt.Errorf("waiting for the real node: %w", err)
+		}
 	}
 	if withKwok {
 		for i := range nodes {

@@ -1,7 +1,11 @@
 // Package localcluster runs a small but real Kubernetes control plane on
 // loopback from binaries built from source: etcd, kube-apiserver (RBAC on),
 // kube-controller-manager, kube-scheduler and kwok, which plays the kubelet
-// for fake Nodes so that Pods become Running and Deployments Available.
+// for fake Nodes so that Pods become Running and Deployments Available. A
+// hostPath provisioner (package hostpath) serves the default StorageClass.
+//
+// With Config.RealNode there is no kwok: one real node runs Pods in
+// containers on this machine (node.go says what it is made of).
 //
 // Everything a cluster owns lives in one state directory: credentials, the
 // etcd data, one log file per process, the process ids and the admin
@@ -24,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/acme/platform-operator/internal/localcluster/hostpath"
 )
 
 const (
@@ -53,6 +59,12 @@ type Config struct {
 	KwokStages []string
 	// Nodes is the number of fake Nodes to register (default 1).
 	Nodes int
+	// RealNode replaces kwok's fake Nodes with one real node: containerd,
+	// kubelet, CNI bridge, kube-proxy, CoreDNS and an image registry (see
+	// node.go). It needs root, the packages of hack/install-node-deps.sh
+	// and kubelet, kube-proxy, coredns and pause in BinDir (make
+	// node-binaries). The API server then listens on NodeIP, not loopback.
+	RealNode bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -65,6 +77,13 @@ type Cluster struct {
 	Server string
 	// Reused is true when Up found a healthy cluster and started nothing.
 	Reused bool
+	// Registry is the image registry the real node pulls from
+	// (RegistryAddress, plain http); empty without a real node.
+	Registry string
+	// StorageClass is the default StorageClass; PVCs of it bind to hostPath
+	// volumes in the state dir. Empty when BinDir has no localcluster
+	// binary to run the provisioner.
+	StorageClass string
 
 	stateDir string
 	binDir   string
@@ -98,7 +117,23 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 
 	if server, err := serverFromKubeconfig(kubeconfig); err == nil {
 		if ready(ctx, server, filepath.Join(stateDir, "ca.crt")) == nil {
-			return &Cluster{Kubeconfig: kubeconfig, Server: server, Reused: true, stateDir: stateDir, binDir: cfg.BinDir}, nil
+			_, nodeErr := readNodeState(stateDir)
+			if hasNode := nodeErr == nil; hasNode != cfg.RealNode {
+				return nil, fmt.Errorf("a cluster runs in %s with real node %v; stop it first (make cluster-down)", stateDir, hasNode)
+			}
+			c := &Cluster{Kubeconfig: kubeconfig, Server: server, Reused: true, stateDir: stateDir, binDir: cfg.BinDir}
+			if cfg.RealNode {
+				c.Registry = RegistryAddress
+			}
+			if _, err := c.Pid("provisioner"); err == nil {
+				c.StorageClass = hostpath.StorageClassName
+			}
+			return c, nil
+		}
+	}
+	if cfg.RealNode {
+		if err := checkNodeHost(cfg.BinDir); err != nil {
+			return nil, err
 		}
 	}
 	if err := Down(stateDir); err != nil {
@@ -125,7 +160,17 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
-	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	apiAddress := "127.0.0.1"
+	if cfg.RealNode {
+		// Pods reach the API server through the kubernetes Service, whose
+		// endpoint is the advertised address: it must not be loopback.
+		apiAddress = NodeIP
+		fmt.Fprintf(logw, "creating the node bridge %s with %s\n", nodeBridge, NodeIP)
+		if err := setUpNodeNetwork(stateDir, cfg.BinDir, filepath.Join(stateDir, "containerd", "containerd.sock")); err != nil {
+			return nil, err
+		}
+	}
+	c.Server = fmt.Sprintf("https://%s:%d", apiAddress, apiPort)
 
 	tokens := filepath.Join(stateDir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -156,8 +201,9 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	fmt.Fprintf(logw, "starting kube-apiserver on %s\n", c.Server)
 	if err := p.start("kube-apiserver",
 		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address="+apiAddress,
+		"--advertise-address="+apiAddress,
+		"--kubelet-preferred-address-types=InternalIP",
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--tls-cert-file="+creds.serverCert,
 		"--tls-private-key-file="+creds.serverKey,
@@ -205,7 +251,8 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 
-	if len(cfg.KwokStages) > 0 {
+	withKwok := len(cfg.KwokStages) > 0 && !cfg.RealNode
+	if withKwok {
 		fmt.Fprintf(logw, "starting kwok with %d fake node(s)\n", cfg.Nodes)
 		args := []string{
 			"--kubeconfig=" + kubeconfig,
@@ -221,7 +268,24 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 
-	if err := bootstrap(ctx, kubeconfig, cfg.Nodes, len(cfg.KwokStages) > 0); err != nil {
+	if cfg.RealNode {
+		if err := startNode(ctx, p, kubeconfig, logw); err != nil {
+			return nil, fmt.Errorf("starting the real node (logs in %s): %w", filepath.Join(stateDir, "logs"), err)
+		}
+		c.Registry = RegistryAddress
+	}
+
+	if _, err := os.Stat(filepath.Join(cfg.BinDir, "localcluster")); err == nil {
+		fmt.Fprintf(logw, "starting the hostPath provisioner (default StorageClass %s)\n", hostpath.StorageClassName)
+		if err := p.start("provisioner", "--kubeconfig="+kubeconfig, "--dir="+filepath.Join(stateDir, "volumes")); err != nil {
+			return nil, err
+		}
+		c.StorageClass = hostpath.StorageClassName
+	} else {
+		fmt.Fprintf(logw, "no %s: no default StorageClass (build it with make cluster-binaries)\n", filepath.Join(cfg.BinDir, "localcluster"))
+	}
+
+	if err := bootstrap(ctx, kubeconfig, cfg.Nodes, withKwok, cfg.RealNode); err != nil {
 		return nil, fmt.Errorf("bootstrapping cluster (logs in %s): %w", filepath.Join(stateDir, "logs"), err)
 	}
 	ok = true
@@ -229,25 +293,52 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 }
 
 // Down stops the processes recorded in stateDir and removes the directory.
-// It is a no-op when there is nothing to stop.
+// With a real node it also kills the containers, unmounts what the node
+// mounted under stateDir and removes its bridge and iptables chains. It is
+// a no-op when there is nothing to stop.
 func Down(stateDir string) error {
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
 	data, err := os.ReadFile(filepath.Join(stateDir, pidFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	var pids []int
+	type proc struct {
+		name string
+		pid  int
+	}
+	var ps []proc
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) != 2 {
 			continue
 		}
 		if pid, err := strconv.Atoi(fields[1]); err == nil {
-			pids = append(pids, pid)
+			ps = append(ps, proc{fields[0], pid})
 		}
 	}
-	// Stop in reverse start order: etcd goes last.
-	for i := len(pids) - 1; i >= 0; i-- {
-		stopProcess(pids[i])
+	node, nodeErr := readNodeState(stateDir)
+	hasNode := nodeErr == nil
+	// Stop in reverse start order: etcd goes last. The kubelet stops before
+	// containerd, so the containers can be killed while containerd runs
+	// and are not restarted.
+	for i := len(ps) - 1; i >= 0; i-- {
+		if hasNode && ps[i].name == "containerd" {
+			node.stopContainers()
+		}
+		stopProcess(ps[i].pid)
+	}
+	if hasNode {
+		if err := node.cleanUp(stateDir); err != nil {
+			return fmt.Errorf("cleaning up the real node: %w", err)
+		}
+	}
+	// Never remove through a mount: a hostPath or bind mount would take
+	// files outside the state dir with it.
+	if ms := mountsUnder(stateDir); len(ms) > 0 {
+		return fmt.Errorf("not removing %s: still mounted: %s", stateDir, strings.Join(ms, ", "))
 	}
 	return os.RemoveAll(stateDir)
 }
@@ -277,17 +368,32 @@ func (p procs) logPath(name string) string {
 	return filepath.Join(p.stateDir, "logs", name+".log")
 }
 
+// binary is the executable and leading arguments of the cluster process
+// name: Debian's for the real node's packages, the localcluster command for
+// the provisioner, the bin dir's otherwise.
+func (p procs) binary(name string) (string, []string) {
+	switch name {
+	case "containerd":
+		return "/usr/bin/containerd", nil
+	case "docker-registry":
+		return "/usr/bin/docker-registry", nil
+	case "provisioner":
+		return filepath.Join(p.binDir, "localcluster"), []string{"provisioner"}
+	}
+	return filepath.Join(p.binDir, name), nil
+}
+
 func (p procs) start(name string, args ...string) error {
-	bin := filepath.Join(p.binDir, name)
+	bin, lead := p.binary(name)
 	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("%s not found in %s (build it with make cluster-binaries): %w", name, p.binDir, err)
+		return fmt.Errorf("%s not found (build it with make cluster-binaries, or make node-deps node-binaries for a real node): %w", bin, err)
 	}
 	logf, err := os.Create(p.logPath(name))
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append(lead, args...)...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Dir = p.stateDir
