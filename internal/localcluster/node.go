@@ -593,7 +593,7 @@ func unmountUnder(dir string) error {
 func removeChains() error {
 	var errs []error
 	for _, tool := range []string{"iptables", "ip6tables"} {
-		out, err := exec.Command(tool+"-save").Output()
+		out, err := exec.Command(tool + "-save").Output()
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,7 @@
 //	probe serve :8080          answer 200 "ok <hostname>" on every path
 //	probe lookup NAME...       print each name's addresses, fail if one does not resolve
 //	probe get URL              print the body, fail unless the status is 200
+//	probe write FILE           write FILE (a volume's writability)
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR | lookup NAME... | get URL")
+		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR | lookup NAME... | get URL | write FILE")
 		os.Exit(2)
 	}
 	var err error
@@ -31,6 +32,8 @@ func main() {
 		err = lookup(os.Args[2:])
 	case "get":
 		err = get(os.Args[2])
+	case "write":
+		err = os.WriteFile(os.Args[2], []byte("written by probe\n"), 0o644)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
