@@ -109,13 +109,88 @@ build: ## Build the manager (Helm runtime) and extensions (sidecar) binaries int
 run: cluster-binaries build ## Run the operator against the current cluster, or a local one it starts (Ctrl-C stops).
 	LOCALBIN=$(LOCALBIN) K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) hack/run.sh
 
+# The Dockerfile's base images are build arguments. Unset, the Dockerfile's
+# defaults (golang, gcr.io/distroless/static:nonroot) are used; with
+# LOCAL_BASE_IMAGES=1 the stand-ins `make base-images` builds from the host's
+# Go toolchain and Debian's packages (for machines that reach no image
+# registry). BUILDER_IMAGE/RUNTIME_IMAGE=... pick any other pair.
+LOCAL_BASE_IMAGES ?=
+BUILDER_STANDIN ?= localhost/standin-golang:$(shell go env GOVERSION | sed 's/^go//')
+RUNTIME_STANDIN ?= localhost/standin-distroless-static:nonroot
+DEBIAN_STANDIN ?= localhost/standin-debian:bookworm
+BUILDER_IMAGE ?= $(if $(LOCAL_BASE_IMAGES),$(BUILDER_STANDIN))
+RUNTIME_IMAGE ?= $(if $(LOCAL_BASE_IMAGES),$(RUNTIME_STANDIN))
+# The classic builder (DOCKER_BUILDKIT=0) needs nothing but dockerd; builds
+# use the host's network so `go mod download` reaches the Go module proxy.
+DOCKER_BUILDKIT ?= 0
+DOCKER_BUILD_NETWORK ?= host
+DOCKER_BUILD = DOCKER_BUILDKIT=$(DOCKER_BUILDKIT) $(CONTAINER_TOOL) build --network $(DOCKER_BUILD_NETWORK)
+DOCKER_BASE_ARGS = $(if $(BUILDER_IMAGE),--build-arg BUILDER_IMAGE=$(BUILDER_IMAGE)) $(if $(RUNTIME_IMAGE),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE))
+BASE_IMAGES_ENV = DOCKER=$(CONTAINER_TOOL) BUILDER_STANDIN=$(BUILDER_STANDIN) RUNTIME_STANDIN=$(RUNTIME_STANDIN) DEBIAN_STANDIN=$(DEBIAN_STANDIN)
+
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+docker-build: $(if $(LOCAL_BASE_IMAGES),operator-base-images) ## Build the operator image IMG (needs a container engine; LOCAL_BASE_IMAGES=1 builds on local stand-ins, see make base-images).
+	$(DOCKER_BUILD) $(DOCKER_BASE_ARGS) -t $(IMG) .
 
 .PHONY: docker-push
-docker-push: ## Push the operator image.
+docker-push: ## Push the operator image IMG (e.g. IMG=localhost:5000/platform-operator:dev to the local registry).
 	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Images (no registry on the internet: hack/images)
+
+.PHONY: engine-up
+engine-up: ## Start a container engine (Debian's docker.io, installed when missing; dockerd + its own containerd, no systemd); needs root.
+	hack/images/engine.sh up
+
+.PHONY: engine-down
+engine-down: ## Stop the engine started by engine-up (containers, dockerd, containerd); images stay in bin/engine.
+	hack/images/engine.sh down
+
+.PHONY: base-images
+base-images: ## Build the stand-in base images (Go builder, distroless-like runtime, Debian bookworm) from the host's Go and Debian's packages; kept when present (REBUILD=1 rebuilds).
+	$(BASE_IMAGES_ENV) hack/images/base-images.sh builder runtime debian
+
+.PHONY: operator-base-images
+operator-base-images:
+	$(BASE_IMAGES_ENV) hack/images/base-images.sh builder runtime
+
+.PHONY: docker-build-local
+docker-build-local: ## make docker-build on the stand-in base images (LOCAL_BASE_IMAGES=1).
+	$(MAKE) docker-build LOCAL_BASE_IMAGES=1
+
+# Stand-ins for the images the charts' workloads run, built from Debian's
+# packages with the contract each chart documents (hack/images/README.md),
+# and the WebApp test app. Pushed to the local registry the real node pulls
+# from.
+LOCAL_REGISTRY ?= localhost:5000
+NGINX_STANDIN ?= $(LOCAL_REGISTRY)/nginx-unprivileged:1.22-bookworm
+NGINX_EXPORTER_STANDIN ?= $(LOCAL_REGISTRY)/nginx-prometheus-exporter:0.11-bookworm
+POSTGRES_STANDIN ?= $(LOCAL_REGISTRY)/postgres:15-bookworm
+WEBAPP_TEST_APP ?= $(LOCAL_REGISTRY)/webapp-test-app:v1
+WORKLOAD_IMAGES = $(NGINX_STANDIN) $(NGINX_EXPORTER_STANDIN) $(POSTGRES_STANDIN) $(WEBAPP_TEST_APP)
+
+.PHONY: workload-images
+workload-images: base-images ## Build the workload stand-ins (nginx, nginx exporter, PostgreSQL) and the WebApp test app, tagged LOCAL_REGISTRY/... (localhost:5000).
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -t $(NGINX_STANDIN) hack/images/nginx
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -t $(NGINX_EXPORTER_STANDIN) hack/images/nginx-exporter
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -t $(POSTGRES_STANDIN) hack/images/postgres
+	$(DOCKER_BUILD) --build-arg BUILDER_IMAGE=$(BUILDER_STANDIN) --build-arg RUNTIME_IMAGE=$(RUNTIME_STANDIN) -t $(WEBAPP_TEST_APP) hack/images/webapp-test-app
+
+.PHONY: workload-images-push
+workload-images-push: workload-images ## Build the workload images and push them to LOCAL_REGISTRY (a registry must listen there: the real node's, or make registry-up).
+	for img in $(WORKLOAD_IMAGES); do $(CONTAINER_TOOL) push $$img || exit 1; done
+
+.PHONY: images-smoke
+images-smoke: ## Run every workload image with its chart's contract (uid, read-only root, ports, env) and check it answers; needs the images.
+	NGINX_STANDIN=$(NGINX_STANDIN) NGINX_EXPORTER_STANDIN=$(NGINX_EXPORTER_STANDIN) POSTGRES_STANDIN=$(POSTGRES_STANDIN) WEBAPP_TEST_APP=$(WEBAPP_TEST_APP) IMG=$(IMG) hack/images/smoke.sh
+
+.PHONY: registry-up
+registry-up: ## Start Debian's docker-registry on 127.0.0.1:5000 (storage in bin/registry) unless a registry already answers there.
+	hack/images/registry.sh up
+
+.PHONY: registry-down
+registry-down: ## Stop the registry registry-up started (its storage stays in bin/registry).
+	hack/images/registry.sh down
 
 ##@ Local cluster
 
