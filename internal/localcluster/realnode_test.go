@@ -79,6 +79,21 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The same image through the registry: pushed over plain http, pulled
+	// by the node through its localhost:5000 mirror (PullAlways resolves
+	// the tag in the registry even though containerd holds the image).
+	const pushed = "localhost:5000/localcluster/probe:v1"
+	st, err := readNodeState(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"tag", image, pushed}, {"push", "--plain-http", pushed}} {
+		cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", st.ContainerdSocket, "--namespace", "k8s.io", "images"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ctr images %v: %v: %s", args, err, out)
+		}
+	}
+
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +112,8 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	web := probePod("web", image, []string{"serve", ":8080"})
+	web := probePod("web", pushed, []string{"serve", ":8080"})
+	web.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways // from the registry
 	web.Labels = map[string]string{"app": "web"}
 	web.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	web.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
@@ -123,7 +139,7 @@ func TestRealNode(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("TIMING pod create -> Ready (HTTP readiness probe): %s", time.Since(created).Round(time.Millisecond))
+	t.Logf("TIMING pod create -> Ready (image pulled from the registry, HTTP readiness probe): %s", time.Since(created).Round(time.Millisecond))
 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -150,9 +166,14 @@ func TestRealNode(t *testing.T) {
 
 	// The client resolves both names through CoreDNS, fetches through the
 	// Service (kube-proxy) and writes to the PVC as uid 65532.
-	client := probePod("client", image, nil)
+	// Same image by its registry name: in containerd 1.6 the CRI image
+	// cache loses the imported name once the same image is pulled under
+	// another (ErrImageNeverPull), so one name per image.
+	client := probePod("client", pushed, nil)
+	client.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 	client.Spec.Containers[0].Command = []string{"/probe", "lookup", "kubernetes.default.svc.cluster.local", "web.default.svc.cluster.local"}
 	client.Spec.InitContainers = []corev1.Container{
+		withArgs(client.Spec.Containers[0], "dial-api", "dial", "kubernetes.default.svc.cluster.local:443"),
 		withArgs(client.Spec.Containers[0], "get-web", "get", "http://web.default.svc.cluster.local/"),
 		withArgs(client.Spec.Containers[0], "write-volume", "write", "/data/hello"),
 	}
@@ -177,7 +198,7 @@ func TestRealNode(t *testing.T) {
 	}
 	logs := podLogs(ctx, cs, ns, "client")
 	t.Logf("client pod logs:\n%s", logs)
-	for _, want := range []string{"kubernetes.default.svc.cluster.local [10.96.0.1]", "web.default.svc.cluster.local [10.96.", "ok web"} {
+	for _, want := range []string{"kubernetes.default.svc.cluster.local [10.96.0.1]", "web.default.svc.cluster.local [10.96.", "ok web", "connected to kubernetes.default.svc.cluster.local:443"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("client logs lack %q", want)
 		}
@@ -262,7 +283,7 @@ func withArgs(c corev1.Container, name string, args ...string) corev1.Container 
 
 func podLogs(ctx context.Context, cs kubernetes.Interface, ns, name string) string {
 	var b strings.Builder
-	for _, container := range []string{"get-web", "write-volume", name} {
+	for _, container := range []string{"dial-api", "get-web", "write-volume", name} {
 		out, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
 		fmt.Fprintf(&b, "[%s] %s", container, out)
 		if err != nil {

@@ -7,6 +7,7 @@
 //	probe lookup NAME...       print each name's addresses, fail if one does not resolve
 //	probe get URL              print the body, fail unless the status is 200
 //	probe write FILE           write FILE (a volume's writability)
+//	probe dial HOST:PORT       open a TCP connection
 package main
 
 import (
@@ -21,7 +22,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR | lookup NAME... | get URL | write FILE")
+		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR | lookup NAME... | get URL | write FILE | dial HOST:PORT")
 		os.Exit(2)
 	}
 	var err error
@@ -32,6 +33,12 @@ func main() {
 		err = lookup(os.Args[2:])
 	case "get":
 		err = get(os.Args[2])
+	case "dial":
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", os.Args[2], 10*time.Second); err == nil {
+			fmt.Println("connected to", os.Args[2])
+			c.Close()
+		}
 	case "write":
 		err = os.WriteFile(os.Args[2], []byte("written by probe\n"), 0o644)
 	default:
