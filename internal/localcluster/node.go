@@ -646,5 +646,5 @@ func withoutChains(save string, prefixes []string) (string, bool) {
 		b.WriteString(line)
 		b.WriteString("\n")
 	}
-	return strings.TrimSuffix(b.String(), "\n") + "\n", changed
+	return strings.TrimRight(b.String(), "\n") + "\n", changed
 }
