@@ -184,6 +184,10 @@ workload-images-push: workload-images ## Build the workload images and push them
 images-smoke: ## Run every workload image with its chart's contract (uid, read-only root, ports, env) and check it answers; needs the images.
 	NGINX_STANDIN=$(NGINX_STANDIN) NGINX_EXPORTER_STANDIN=$(NGINX_EXPORTER_STANDIN) POSTGRES_STANDIN=$(POSTGRES_STANDIN) WEBAPP_TEST_APP=$(WEBAPP_TEST_APP) IMG=$(IMG) hack/images/smoke.sh
 
+.PHONY: images-prune
+images-prune: ## Remove dangling images: each docker-build after a source change leaves a ~2 GB builder stage (its Go build cache); the next build downloads modules again.
+	$(CONTAINER_TOOL) image prune -f
+
 .PHONY: registry-up
 registry-up: ## Start Debian's docker-registry on 127.0.0.1:5000 (storage in bin/registry) unless a registry already answers there.
 	hack/images/registry.sh up
