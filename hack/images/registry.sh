@@ -16,7 +16,7 @@ dir=${REGISTRY_DIR:-$repo/bin/registry}
 pidfile=$dir/registry.pid
 
 log() { echo "registry: $*" >&2; }
-answers() { curl -fsS -o /dev/null --max-time 2 "http://$addr/v2/"; }
+answers() { curl -fsS -o /dev/null --max-time 2 "http://$addr/v2/" 2>/dev/null; }
 
 up() {
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
