@@ -143,7 +143,7 @@ engine-up: ## Start a container engine (Debian's docker.io, installed when missi
 	hack/images/engine.sh up
 
 .PHONY: engine-down
-engine-down: ## Stop the engine started by engine-up (containers, dockerd, containerd); images stay in bin/engine.
+engine-down: ## Stop the engine started by engine-up (containers, dockerd, containerd); images stay in bin/.engine.
 	hack/images/engine.sh down
 
 .PHONY: base-images

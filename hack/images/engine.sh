@@ -22,12 +22,15 @@
 # iptables (--iptables=false --bridge=none): the real node's FORWARD rules
 # are left alone.
 #
-# Environment: ENGINE_DATA (images, layers; default <repo>/bin/engine),
+# Environment: ENGINE_DATA (images, layers; default <repo>/bin/.engine),
 # ENGINE_RUN (sockets, pid files; default /run/platform-operator-engine).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-data=${ENGINE_DATA:-$repo/bin/engine}
+# Under bin/ but in a dot directory: the go tool skips it, and the layers
+# hold Go sources (the builder stages) that `go vet ./...` would otherwise
+# try to build.
+data=${ENGINE_DATA:-$repo/bin/.engine}
 run=${ENGINE_RUN:-/run/platform-operator-engine}
 docker_sock=/var/run/docker.sock
 ctr_sock=$run/containerd/containerd.sock
