@@ -88,6 +88,10 @@ test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on
 test-reliability: cluster-binaries build ## Reliability scenarios at full length (docs/reliability.md): retries counted over 10 minutes, leader failover with a second replica pair.
 	RELIABILITY_LONG=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 60m ./test/e2e/... -run 'TestReliability' -v
 
+.PHONY: test-real
+test-real: node-deps node-binaries build kustomize ## End-to-end on a real node (root): the operator image in a Pod from config/default, real containers, real traffic (test/real; REAL_RUN=regexp picks tests).
+	hack/test-real.sh
+
 .PHONY: bench-cronscaler
 bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronScalers firing in the same minute on a local cluster; prints lag, CPU and RSS.
 	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
