@@ -1,0 +1,92 @@
+package real
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestTenantQuotaOnRealPods: a NamespaceTenant's admin creates a
+// Deployment whose Pod runs (with the LimitRange's defaults), the quota is
+// enforced by the API server on real Pods, and the NetworkPolicies are
+// admitted.
+func TestTenantQuotaOnRealPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const tenantNS, admin = "real-tenant-app", "sam"
+	apply(t, "", `apiVersion: tenancy.acme.com/v1alpha1
+kind: NamespaceTenant
+metadata:
+  name: real-tenant
+spec:
+  namespaceName: `+tenantNS+`
+  adminUsername: `+admin+`
+  deploymentTier: dev
+`)
+	g.Eventually(func(g Gomega) {
+		var quotas corev1.ResourceQuotaList
+		g.Expect(env.client.List(ctx, &quotas, client.InNamespace(tenantNS))).To(Succeed())
+		g.Expect(quotas.Items).NotTo(BeEmpty())
+	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	out, err := kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).NotTo(BeEmpty(), "the tenant's NetworkPolicies are admitted")
+
+	t.Log("the admin's Deployment runs")
+	out, err = kubectlIn(fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: team-app
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: team-app}}
+  template:
+    metadata: {labels: {app: team-app}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 10001, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: app
+        image: %s
+        env: [{name: DATABASE_HOST, value: 127.0.0.1}]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}}
+        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+`, appImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		dep := &appsv1.Deployment{}
+		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "team-app"}, dep)).To(Succeed())
+		g.Expect(available(dep)).To(BeTrue())
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	t.Logf("the admin's pod Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
+	var pods corev1.PodList
+	g.Expect(env.client.List(ctx, &pods, client.InNamespace(tenantNS), client.MatchingLabels{"app": "team-app"})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	g.Expect(pods.Items[0].Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("100m"), "the LimitRange's default request")
+
+	t.Log("a pod over the quota is refused")
+	out, err = kubectlIn(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: too-big
+spec:
+  securityContext: {runAsNonRoot: true, runAsUser: 10001, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: %s
+    resources: {requests: {cpu: "6"}, limits: {cpu: "6"}}
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`, appImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("exceeded quota"))
+	t.Logf("refused: %s", lastLine(out))
+
+	out, err = kubectl("delete", "namespacetenant", "real-tenant", "--wait=true", "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+}
