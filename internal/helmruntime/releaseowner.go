@@ -502,13 +502,17 @@ func refusedByOwnership(err error) bool {
 
 // releaseDeletionWatch reconciles a resource of kind gvk again when a
 // release of its name is deleted from its release namespace: a resource
-// refused because another owner held the name then installs its own. The
-// map is a cache lookup per deleted revision; resources that own the
-// deleted release are enqueued too and find themselves gone.
+// refused because another owner held the name then installs its own.
+// Revisions of this kind's own releases (pruned history, uninstalls) wake
+// nothing: a release of this kind can only belong to the resource of its
+// name, which needs no wake-up for it.
 func releaseDeletionWatch(c cache.Cache, gvk schema.GroupVersionKind, clusterScoped bool, releaseNamespace string) reconciler.ControllerSetupFunc {
 	toRequest := func(_ context.Context, obj client.Object) []reconcile.Request {
 		name := obj.GetLabels()["name"]
 		if name == "" {
+			return nil
+		}
+		if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == gvk.Kind && ref.APIVersion == gvk.GroupVersion().String() {
 			return nil
 		}
 		if !clusterScoped {
