@@ -113,7 +113,7 @@ func TestNginxLifecycle(t *testing.T) {
 	g.Expect(releaseSecrets(ctx, ns, name)).To(ContainElement("sh.helm.release.v1." + name + ".v2"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
-		g.Expect(deploymentAvailable(dep)).To(BeTrue())
+		g.Expect(deploymentAvailable(dep)).To(BeTrue(), func() string { return rolloutSummary(ctx, dep) })
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 	t.Log("drift: a deleted Deployment is recreated within 5 s")

@@ -157,7 +157,12 @@ func run(m *testing.M) int {
 
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: logs of the operator's processes: %s\n", logDir)
+		// The cluster's state dir goes with Stop; keep its component logs
+		// (kube-controller-manager, kwok, ...) next to the operator's.
+		if err := os.CopyFS(filepath.Join(logDir, "cluster"), os.DirFS(filepath.Join(stateDir, "logs"))); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: keeping the cluster's logs:", err)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: logs of the operator's processes and the cluster: %s\n", logDir)
 	}
 	return code
 }
@@ -330,6 +335,28 @@ func createNamespace(t *testing.T, name string) {
 }
 
 // deploymentAvailable reports whether every desired replica of d is ready.
+// rolloutSummary describes where a Deployment's rollout stands: its status
+// and each of its pods' phase, readiness and deletion, for failure messages.
+func rolloutSummary(ctx context.Context, d *appsv1.Deployment) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deployment %s/%s generation %d status %+v\n", d.Namespace, d.Name, d.Generation, d.Status)
+	var pods corev1.PodList
+	if err := env.client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+		fmt.Fprintf(&b, "listing pods: %v\n", err)
+		return b.String()
+	}
+	for _, p := range pods.Items {
+		ready := "unknown"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = string(c.Status)
+			}
+		}
+		fmt.Fprintf(&b, "pod %s node %q phase %s ready %s deleting %v\n", p.Name, p.Spec.NodeName, p.Status.Phase, ready, p.DeletionTimestamp != nil)
+	}
+	return b.String()
+}
+
 func deploymentAvailable(d *appsv1.Deployment) bool {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
