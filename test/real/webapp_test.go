@@ -110,7 +110,7 @@ func TestWebAppWithDatabase(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db-0"}, &corev1.Pod{}))
-	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue(), "the database pod goes")
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the database pod goes")
 	g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed(), "the PVC is retained")
 	apply(t, ns, webAppManifest(name, 1))
 	took = expectServing(t, ns, name, 1)
