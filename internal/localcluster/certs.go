@@ -23,7 +23,20 @@ type credentials struct {
 	serverKey  string // PEM file: its private key
 	saKey      string // PEM file: service account signing key (private)
 	saPub      string // PEM file: service account verification key (public)
+
+	// The aggregation layer: kube-apiserver proxies requests for an
+	// APIService (OLM's packageserver, metrics-server) with this client
+	// certificate, and the aggregated server trusts the identity headers it
+	// sets because frontProxyCA, published in the kube-system
+	// extension-apiserver-authentication ConfigMap, signed it.
+	frontProxyCA  string // PEM file: the CA of the proxy client certificate
+	proxyClient   string // PEM file: kube-apiserver's client certificate (CN front-proxy-client)
+	proxyClientKy string // PEM file: its private key
 }
+
+// frontProxyClientName is the only client name aggregated API servers accept
+// identity headers from (--requestheader-allowed-names).
+const frontProxyClientName = "front-proxy-client"
 
 // writeCredentials generates new credentials into dir.
 func writeCredentials(dir string) (credentials, error) {
@@ -33,6 +46,10 @@ func writeCredentials(dir string) (credentials, error) {
 		serverKey:  filepath.Join(dir, "apiserver.key"),
 		saKey:      filepath.Join(dir, "sa.key"),
 		saPub:      filepath.Join(dir, "sa.pub"),
+
+		frontProxyCA:  filepath.Join(dir, "front-proxy-ca.crt"),
+		proxyClient:   filepath.Join(dir, "front-proxy-client.crt"),
+		proxyClientKy: filepath.Join(dir, "front-proxy-client.key"),
 	}
 	now := time.Now()
 
@@ -86,10 +103,50 @@ func writeCredentials(dir string) (credentials, error) {
 		return c, fmt.Errorf("encoding service account public key: %w", err)
 	}
 
+	fpCAKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating front proxy CA key: %w", err)
+	}
+	fpCATmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(3),
+		Subject:               pkix.Name{CommonName: "platform-operator-local-front-proxy-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(1, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	fpCADER, err := x509.CreateCertificate(rand.Reader, fpCATmpl, fpCATmpl, &fpCAKey.PublicKey, fpCAKey)
+	if err != nil {
+		return c, fmt.Errorf("signing front proxy CA certificate: %w", err)
+	}
+	fpCA, err := x509.ParseCertificate(fpCADER)
+	if err != nil {
+		return c, fmt.Errorf("parsing front proxy CA certificate: %w", err)
+	}
+	proxyKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating proxy client key: %w", err)
+	}
+	proxyDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(4),
+		Subject:      pkix.Name{CommonName: frontProxyClientName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, fpCA, &proxyKey.PublicKey, fpCAKey)
+	if err != nil {
+		return c, fmt.Errorf("signing proxy client certificate: %w", err)
+	}
+
 	for _, f := range []struct {
 		path, kind string
 		der        []byte
 	}{
+		{c.frontProxyCA, "CERTIFICATE", fpCADER},
+		{c.proxyClient, "CERTIFICATE", proxyDER},
+		{c.proxyClientKy, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(proxyKey)},
 		{c.caCert, "CERTIFICATE", caDER},
 		{c.serverCert, "CERTIFICATE", srvDER},
 		{c.serverKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(srvKey)},

@@ -216,6 +216,17 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
+		// The aggregation layer, for APIServices served from Pods (OLM's
+		// packageserver). Requests go straight to the endpoints' Pod IPs,
+		// which the host reaches over the node bridge.
+		"--requestheader-client-ca-file="+creds.frontProxyCA,
+		"--requestheader-allowed-names="+frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+creds.proxyClient,
+		"--proxy-client-key-file="+creds.proxyClientKy,
+		"--enable-aggregator-routing=true",
 	); err != nil {
 		return nil, err
 	}
