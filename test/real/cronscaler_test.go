@@ -14,7 +14,7 @@ import (
 // runningPods counts the Running, Ready pods with label app=name.
 func runningPods(g Gomega, ns, name string) int {
 	var pods corev1.PodList
-	g.ExpectWithOffset(1, env.client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": name})).To(Succeed())
+	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": name})).To(Succeed())
 	n := 0
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
@@ -77,7 +77,7 @@ spec:
 	apply(t, ns, scaler(1))
 	g.Eventually(func(g Gomega) {
 		var pods corev1.PodList
-		g.Expect(env.client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": "worker"})).To(Succeed())
+		g.Expect(cluster.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": "worker"})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1), "the other pods are stopped and gone")
 	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	t.Logf("scaled down to 1 pod in %s", time.Since(start).Round(time.Millisecond))

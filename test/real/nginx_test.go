@@ -48,7 +48,7 @@ func TestNginxServes(t *testing.T) {
 	apply(t, ns, nginxManifest("site", "hello from v1"))
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-nginx"}, dep)).To(Succeed())
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-nginx"}, dep)).To(Succeed())
 		g.Expect(available(dep)).To(BeTrue(), "status: %+v", dep.Status)
 	}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	t.Logf("2 nginx pods Ready %s after the Nginx was applied", time.Since(created).Round(time.Millisecond))
@@ -74,7 +74,7 @@ func TestNginxServes(t *testing.T) {
 		out, err := httpGet(ns, host, 80, "/")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring("hello from v2"))
-		g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
 		g.Expect(available(dep)).To(BeTrue())
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("new answer %s after the edit", time.Since(edited).Round(time.Millisecond))

@@ -19,7 +19,7 @@ import (
 // operatorPod returns the operator's running Pod.
 func operatorPod(g Gomega) corev1.Pod {
 	var pods corev1.PodList
-	g.ExpectWithOffset(1, env.client.List(context.Background(), &pods, client.InNamespace(operatorNamespace),
+	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &pods, client.InNamespace(operatorNamespace),
 		client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
 	var running []corev1.Pod
 	for _, p := range pods.Items {
@@ -35,7 +35,7 @@ func operatorPod(g Gomega) corev1.Pod {
 // with token, from this machine through the Service's ClusterIP.
 func metricsStatus(port int, token string) (int, string, error) {
 	svc := &corev1.Service{}
-	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: operatorNamespace, Name: "platform-operator-controller-manager-metrics-service"}, svc); err != nil {
+	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: operatorNamespace, Name: "platform-operator-controller-manager-metrics-service"}, svc); err != nil {
 		return 0, "", err
 	}
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, port), nil)
@@ -78,7 +78,7 @@ func TestOperatorPod(t *testing.T) {
 	for _, name := range []string{"platform-operator-helm.acme.com", "platform-operator-extensions.acme.com"} {
 		g.Eventually(func(g Gomega) {
 			lease := &coordinationv1.Lease{}
-			g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease)).To(Succeed())
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease)).To(Succeed())
 			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 			g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name))
 		}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed(), "Lease %s", name)

@@ -26,7 +26,7 @@ func restarts(g Gomega) map[string]int32 {
 // releaseRevisions lists the revision Secrets of a release.
 func releaseRevisions(g Gomega, ns, name string) []string {
 	var list corev1.SecretList
-	g.ExpectWithOffset(1, env.client.List(context.Background(), &list, client.InNamespace(ns),
+	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &list, client.InNamespace(ns),
 		client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	var names []string
 	for _, s := range list.Items {

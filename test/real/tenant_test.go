@@ -31,7 +31,7 @@ spec:
 `)
 	g.Eventually(func(g Gomega) {
 		var quotas corev1.ResourceQuotaList
-		g.Expect(env.client.List(ctx, &quotas, client.InNamespace(tenantNS))).To(Succeed())
+		g.Expect(cluster.Client.List(ctx, &quotas, client.InNamespace(tenantNS))).To(Succeed())
 		g.Expect(quotas.Items).NotTo(BeEmpty())
 	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	out, err := kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
@@ -61,12 +61,12 @@ spec:
 	start := time.Now()
 	g.Eventually(func(g Gomega) {
 		dep := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "team-app"}, dep)).To(Succeed())
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "team-app"}, dep)).To(Succeed())
 		g.Expect(available(dep)).To(BeTrue())
 	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	t.Logf("the admin's pod Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
 	var pods corev1.PodList
-	g.Expect(env.client.List(ctx, &pods, client.InNamespace(tenantNS), client.MatchingLabels{"app": "team-app"})).To(Succeed())
+	g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(tenantNS), client.MatchingLabels{"app": "team-app"})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))
 	g.Expect(pods.Items[0].Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("100m"), "the LimitRange's default request")
 

@@ -40,7 +40,7 @@ func expectServing(t *testing.T, ns, name string, replicas int32) time.Duration 
 	start := time.Now()
 	NewWithT(t).Eventually(func(g Gomega) {
 		dep := &appsv1.Deployment{}
-		g.Expect(env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
 		g.Expect(*dep.Spec.Replicas).To(Equal(replicas))
 		g.Expect(available(dep)).To(BeTrue(), "status: %+v", dep.Status)
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -49,7 +49,7 @@ func expectServing(t *testing.T, ns, name string, replicas int32) time.Duration 
 
 func dbPassword(g Gomega, ns, name string) string {
 	s := &corev1.Secret{}
-	g.ExpectWithOffset(1, env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
+	g.ExpectWithOffset(1, cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
 	return string(s.Data["password"])
 }
 
@@ -70,7 +70,7 @@ func TestWebAppWithDatabase(t *testing.T) {
 	took := expectServing(t, ns, name, 1)
 	t.Logf("database and app Ready %s after the WebApp was applied", took.Round(time.Millisecond))
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}, pvc)).To(Succeed())
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}, pvc)).To(Succeed())
 	g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
 	password := dbPassword(g, ns, name)
 	g.Expect(password).NotTo(BeEmpty())
@@ -109,9 +109,9 @@ func TestWebAppWithDatabase(t *testing.T) {
 	out, err = kubectl("delete", "webapp", name, "-n", ns, "--wait=true", "--timeout=180s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db-0"}, &corev1.Pod{}))
+		return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db-0"}, &corev1.Pod{}))
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the database pod goes")
-	g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed(), "the PVC is retained")
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed(), "the PVC is retained")
 	apply(t, ns, webAppManifest(name, 1))
 	took = expectServing(t, ns, name, 1)
 	t.Logf("re-created WebApp serving %s after apply", took.Round(time.Millisecond))
