@@ -90,6 +90,7 @@ func up(ctx context.Context, binDir, stateDir, kwokModule, nodes string) error {
 	fmt.Fprintf(os.Stderr, "  export KUBECONFIG=%s\n", c.Kubeconfig)
 	if c.Registry != "" {
 		fmt.Fprintf(os.Stderr, "  image registry (http): %s; or load a tarball: localcluster load --state-dir %s IMAGE.tar\n", c.Registry, stateDir)
+		fmt.Fprintf(os.Stderr, "  the same registry over https: %s (CA: %s; e.g. SSL_CERT_FILE for operator-sdk)\n", localcluster.RegistryTLSAddress, c.RegistryCA)
 	}
 	return nil
 }

@@ -34,6 +34,12 @@ type credentials struct {
 	proxyClientKy string // PEM file: its private key
 }
 
+// The real node's registry's HTTPS certificate and key, in the state dir.
+const (
+	registryCertFile = "registry-tls.crt"
+	registryKeyFile  = "registry-tls.key"
+)
+
 // frontProxyClientName is the only client name aggregated API servers accept
 // identity headers from (--requestheader-allowed-names).
 const frontProxyClientName = "front-proxy-client"
@@ -140,10 +146,30 @@ func writeCredentials(dir string) (credentials, error) {
 		return c, fmt.Errorf("signing proxy client certificate: %w", err)
 	}
 
+	regKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return c, fmt.Errorf("generating registry key: %w", err)
+	}
+	regDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(5),
+		Subject:      pkix.Name{CommonName: "registry"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}, ca, &regKey.PublicKey, caKey)
+	if err != nil {
+		return c, fmt.Errorf("signing registry certificate: %w", err)
+	}
+
 	for _, f := range []struct {
 		path, kind string
 		der        []byte
 	}{
+		{filepath.Join(dir, registryCertFile), "CERTIFICATE", regDER},
+		{filepath.Join(dir, registryKeyFile), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(regKey)},
 		{c.frontProxyCA, "CERTIFICATE", fpCADER},
 		{c.proxyClient, "CERTIFICATE", proxyDER},
 		{c.proxyClientKy, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(proxyKey)},

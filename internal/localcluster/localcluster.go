@@ -80,6 +80,9 @@ type Cluster struct {
 	// Registry is the image registry the real node pulls from
 	// (RegistryAddress, plain http); empty without a real node.
 	Registry string
+	// RegistryCA is the CA file a client of the registry's HTTPS listener
+	// (RegistryTLSAddress) trusts; empty without a real node.
+	RegistryCA string
 	// StorageClass is the default StorageClass; PVCs of it bind to hostPath
 	// volumes in the state dir. Empty when BinDir has no localcluster
 	// binary to run the provisioner.
@@ -123,7 +126,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 			}
 			c := &Cluster{Kubeconfig: kubeconfig, Server: server, Reused: true, stateDir: stateDir, binDir: cfg.BinDir}
 			if cfg.RealNode {
-				c.Registry = RegistryAddress
+				c.Registry, c.RegistryCA = RegistryAddress, filepath.Join(stateDir, RegistryCA)
 			}
 			if _, err := c.Pid("provisioner"); err == nil {
 				c.StorageClass = hostpath.StorageClassName
@@ -283,7 +286,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		if err := startNode(ctx, p, kubeconfig, logw); err != nil {
 			return nil, fmt.Errorf("starting the real node (logs in %s): %w", filepath.Join(stateDir, "logs"), err)
 		}
-		c.Registry = RegistryAddress
+		c.Registry, c.RegistryCA = RegistryAddress, filepath.Join(stateDir, RegistryCA)
 	}
 
 	if _, err := os.Stat(filepath.Join(cfg.BinDir, "localcluster")); err == nil {
@@ -386,7 +389,7 @@ func (p procs) binary(name string) (string, []string) {
 	switch name {
 	case "containerd":
 		return "/usr/bin/containerd", nil
-	case "docker-registry":
+	case "docker-registry", "registry-tls":
 		return "/usr/bin/docker-registry", nil
 	case "provisioner":
 		return filepath.Join(p.binDir, "localcluster"), []string{"provisioner"}

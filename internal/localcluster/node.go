@@ -54,6 +54,15 @@ const (
 	// Images pushed as RegistryAddress/<name>:<tag> (or localhost:5000/...)
 	// are pulled by the node from it.
 	RegistryAddress = "127.0.0.1:5000"
+	// RegistryTLSAddress serves the same registry over HTTPS, with a
+	// certificate of the cluster's CA (RegistryCA under the state dir), for
+	// clients that speak nothing else: operator-sdk reads an index image's
+	// labels over HTTPS only. The node pulls localhost:5443/... through
+	// RegistryAddress, so both names reach the same images.
+	RegistryTLSAddress = "127.0.0.1:5443"
+	// RegistryCA is the file, relative to the state dir, that a client of
+	// RegistryTLSAddress trusts (e.g. SSL_CERT_FILE for operator-sdk).
+	RegistryCA = "ca.crt"
 
 	podCIDR      = "10.244.0.0/24"
 	nodeBridge   = "localcluster0"
@@ -268,7 +277,45 @@ http:
 	if err := p.start("docker-registry", "serve", cfg); err != nil {
 		return err
 	}
-	return waitFor(ctx, 30*time.Second, func() error { return httpOK(ctx, "http://"+RegistryAddress+"/v2/") })
+	if err := waitFor(ctx, 30*time.Second, func() error { return httpOK(ctx, "http://"+RegistryAddress+"/v2/") }); err != nil {
+		return err
+	}
+	// The HTTPS listener: a second process on the same storage; it only
+	// serves pulls (pushes go to RegistryAddress), and neither caches blob
+	// descriptors, so it sees every push at once.
+	tlsCfg := filepath.Join(p.stateDir, "registry-tls.yaml")
+	if err := os.WriteFile(tlsCfg, []byte(fmt.Sprintf(`version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: %s
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: %s
+  tls:
+    certificate: %s
+    key: %s
+`, filepath.Join(p.stateDir, "registry"), RegistryTLSAddress,
+		filepath.Join(p.stateDir, registryCertFile), filepath.Join(p.stateDir, registryKeyFile))), 0o644); err != nil {
+		return err
+	}
+	if c, err := net.DialTimeout("tcp", RegistryTLSAddress, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("%s is taken: another registry (or local cluster) runs", RegistryTLSAddress)
+	}
+	if err := p.start("registry-tls", "serve", tlsCfg); err != nil {
+		return err
+	}
+	return waitFor(ctx, 30*time.Second, func() error {
+		c, err := net.DialTimeout("tcp", RegistryTLSAddress, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
 }
 
 func startContainerd(ctx context.Context, p procs, socket string) error {
@@ -319,6 +366,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   endpoint = ["http://%[9]s"]
 
 [%[6]s.registry.mirrors."127.0.0.1:5000"]
+  endpoint = ["http://%[9]s"]
+
+[%[6]s.registry.mirrors."localhost:5443"]
+  endpoint = ["http://%[9]s"]
+
+[%[6]s.registry.mirrors."127.0.0.1:5443"]
   endpoint = ["http://%[9]s"]
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), socket, socket+".ttrpc",
 		filepath.Join(dir, "opt"), cri, pauseImage, netd, RegistryAddress)
