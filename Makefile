@@ -292,6 +292,61 @@ deploy: kustomize ## Deploy the operator with image IMG to the cluster of the cu
 undeploy: kustomize ## Remove the operator from the cluster.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
 
+##@ OLM (offline: hack/olm/olm.sh, hack/images/README.md)
+
+# OLM and opm built from the pinned modules hack/tools/olm and hack/tools/opm
+# (no image registry is reachable here), pushed to the local registry, and
+# installed with the release's own chart and CRDs. With internet access,
+# `operator-sdk olm install --version 0.36.0` does what olm-install does.
+OLM_VERSION ?= v0.36.0
+OPM_VERSION ?= v1.60.0
+OLM_IMG ?= $(LOCAL_REGISTRY)/operator-framework/olm:$(OLM_VERSION)
+OPM_IMG ?= $(LOCAL_REGISTRY)/operator-framework/opm:$(OPM_VERSION)
+OLM_BINARIES ?= $(LOCALBIN)/olm-images
+# kubectl of the cluster OLM goes to (bin/k8s/kubectl for the local one).
+KUBECTL ?= kubectl
+OLM_SCRIPT_ENV = OLM_IMG=$(OLM_IMG) OPM_IMG=$(OPM_IMG) HELM=$(HELM) KUBECTL=$(KUBECTL)
+
+.PHONY: olm-binaries
+olm-binaries: ## Build OLM's binaries (olm, catalog, package-server, copy-content, cpb) and opm, grpc_health_probe from source into bin/olm-images.
+	mkdir -p $(OLM_BINARIES)/olm $(OLM_BINARIES)/opm
+	cd hack/tools/olm && GONOSUMDB=github.com/operator-framework/operator-lifecycle-manager CGO_ENABLED=0 go build -ldflags "-s -w" -o $(OLM_BINARIES)/olm/ tool
+	cd hack/tools/opm && CGO_ENABLED=0 go build -ldflags "-s -w" -tags containers_image_openpgp -o $(OLM_BINARIES)/opm/ tool
+
+.PHONY: olm-images
+olm-images: olm-binaries ## Build the OLM image OLM_IMG and the opm image OPM_IMG (needs a container engine: make engine-up).
+	$(BASE_IMAGES_ENV) hack/images/base-images.sh debian
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -f hack/images/olm/Dockerfile -t $(OLM_IMG) $(OLM_BINARIES)/olm
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -f hack/images/opm/Dockerfile -t $(OPM_IMG) $(OLM_BINARIES)/opm
+
+.PHONY: olm-images-push
+olm-images-push: olm-images ## Build and push OLM_IMG and OPM_IMG to LOCAL_REGISTRY.
+	$(CONTAINER_TOOL) push $(OLM_IMG)
+	$(CONTAINER_TOOL) push $(OPM_IMG)
+
+# scorecard-test for `operator-sdk scorecard` (bundle/tests/scorecard names
+# quay.io/operator-framework/scorecard-test at operator-sdk's version).
+SCORECARD_IMG ?= $(LOCAL_REGISTRY)/operator-framework/scorecard-test:v1.42.2
+
+.PHONY: scorecard-image
+scorecard-image: ## Build SCORECARD_IMG, operator-sdk's scorecard-test (also its untar and storage image), from source.
+	mkdir -p $(OLM_BINARIES)/scorecard
+	cd hack/tools/operator-sdk && CGO_ENABLED=0 go build -ldflags "-s -w" -o $(OLM_BINARIES)/scorecard/ github.com/operator-framework/operator-sdk/images/scorecard-test
+	$(BASE_IMAGES_ENV) hack/images/base-images.sh debian
+	$(DOCKER_BUILD) --build-arg DEBIAN_IMAGE=$(DEBIAN_STANDIN) -f hack/images/scorecard-test/Dockerfile -t $(SCORECARD_IMG) $(OLM_BINARIES)/scorecard
+
+.PHONY: olm-install
+olm-install: helm ## Install OLM into the cluster of the current kubeconfig from OLM_IMG and OPM_IMG (make olm-images-push first); waits for packageserver.
+	$(OLM_SCRIPT_ENV) hack/olm/olm.sh install
+
+.PHONY: olm-uninstall
+olm-uninstall: helm ## Remove what olm-install installed (OLM's namespaces and CRDs).
+	$(OLM_SCRIPT_ENV) hack/olm/olm.sh uninstall
+
+.PHONY: test-olm
+test-olm: node-deps node-binaries build kustomize helm operator-sdk ## OLM end to end on a real node (root): OLM from source, run bundle, bundle-upgrade, cleanup, a catalog (test/olm; OLM_RUN=regexp picks steps).
+	OLM_IMG=$(OLM_IMG) OPM_IMG=$(OPM_IMG) SCORECARD_IMG=$(SCORECARD_IMG) hack/test-olm.sh
+
 ##@ Bundle (OLM)
 
 # Channels of the bundle; `make bundle CHANNELS=candidate,fast DEFAULT_CHANNEL=fast`.
@@ -325,17 +380,20 @@ bundle-build: ## Build the bundle image (needs a container engine).
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
-OPM_IMG ?= quay.io/operator-framework/opm:v1.55.0
+# opm on this machine, built from hack/tools/opm; plain HTTP for a bundle in
+# a loopback registry (localhost:5000).
+OPM ?= $(LOCALBIN)/opm
+OPM_PULL_FLAGS = $(if $(filter localhost:% 127.0.0.1:%,$(BUNDLE_IMG)),--use-http)
 
 .PHONY: catalog-build
-catalog-build: ## Build a file-based catalog image holding the bundle (needs a container engine and the pushed bundle image).
+catalog-build: $(OPM) ## Build a file-based catalog image CATALOG_IMG on OPM_IMG holding the bundle BUNDLE_IMG (needs a container engine and the pushed bundle image).
 	rm -rf catalog && mkdir -p catalog/platform-operator
-	$(CONTAINER_TOOL) run --rm $(OPM_IMG) init platform-operator --default-channel=$(DEFAULT_CHANNEL) --output yaml > catalog/platform-operator/index.yaml
-	$(CONTAINER_TOOL) run --rm $(OPM_IMG) render $(BUNDLE_IMG) --output yaml >> catalog/platform-operator/index.yaml
+	$(OPM) init platform-operator --default-channel=$(DEFAULT_CHANNEL) --output yaml > catalog/platform-operator/index.yaml
+	$(OPM) render $(BUNDLE_IMG) $(OPM_PULL_FLAGS) --output yaml >> catalog/platform-operator/index.yaml
 	printf -- '---\nschema: olm.channel\npackage: platform-operator\nname: %s\nentries:\n- name: platform-operator.v%s\n' $(DEFAULT_CHANNEL) $(VERSION) >> catalog/platform-operator/index.yaml
-	$(CONTAINER_TOOL) run --rm -v $(CURDIR)/catalog:/catalog:Z $(OPM_IMG) validate /catalog
-	printf 'FROM %s\nENTRYPOINT ["/bin/opm"]\nCMD ["serve", "/configs", "--cache-dir=/tmp/cache"]\nADD catalog /configs\nLABEL operators.operatorframework.io.index.configs.v1=/configs\n' $(OPM_IMG) > catalog.Dockerfile
-	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+	$(OPM) validate catalog
+	printf 'FROM %s\nENTRYPOINT ["/bin/opm"]\nCMD ["serve", "/configs", "--cache-dir=/tmp/cache"]\nADD . /configs\nLABEL operators.operatorframework.io.index.configs.v1=/configs\n' $(OPM_IMG) > catalog.Dockerfile
+	$(DOCKER_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) catalog
 
 .PHONY: catalog-push
 catalog-push: ## Push the catalog image.
@@ -353,6 +411,9 @@ operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
 helm: $(HELM) ## Build helm into bin/.
 kustomize: $(KUSTOMIZE) ## Build kustomize into bin/.
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
+
+$(OPM): hack/tools/opm/go.mod
+	cd hack/tools/opm && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
 
 $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
 	cd hack/tools/operator-sdk && v=$$(go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk) && \
