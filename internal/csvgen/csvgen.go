@@ -127,6 +127,11 @@ func walk(s apiextensionsv1.JSONSchemaProps, prefix string, depth int) []Descrip
 			out = append(out, d)
 			continue
 		case p.Type == "object" && len(p.Properties) > 0:
+			if prefix == "" {
+				// The group itself: the console and the scorecard look
+				// for a descriptor of every top-level field of a spec.
+				out = append(out, d)
+			}
 			if depth < maxDepth {
 				out = append(out, walk(p, path, depth+1)...)
 			}

@@ -55,7 +55,10 @@ func TestOwnedDescriptors(t *testing.T) {
 	for _, d := range o.SpecDescriptors {
 		byPath[d.Path] = d
 	}
-	g.Expect(byPath).To(HaveLen(6))
+	// Each leaf, and each top-level group (image) for the console and the
+	// scorecard's olm-spec-descriptors test.
+	g.Expect(byPath).To(HaveLen(7))
+	g.Expect(byPath).To(HaveKey("image"))
 	g.Expect(byPath["name"].XDescriptors).To(ConsistOf(xText))
 	g.Expect(byPath["name"].Description).To(Equal("A name."))
 	g.Expect(byPath["enabled"].XDescriptors).To(ConsistOf(xBool))
