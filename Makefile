@@ -381,18 +381,26 @@ bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 # opm on this machine, built from hack/tools/opm; plain HTTP for a bundle in
-# a loopback registry (localhost:5000).
+# a loopback registry (localhost:5000). opm render pulls with
+# containers/image, which refuses to pull without a signature policy
+# (policy.json); it gets the accept-anything policy upstream's opm image
+# ships, in a HOME of its own under bin/ rather than the user's ~/.config.
 OPM ?= $(LOCALBIN)/opm
+OPM_HOME = $(LOCALBIN)/opm-home
 OPM_PULL_FLAGS = $(if $(filter localhost:% 127.0.0.1:%,$(BUNDLE_IMG)),--use-http)
 
+$(OPM_HOME)/.config/containers/policy.json:
+	mkdir -p $(dir $@)
+	printf '{"default": [{"type": "insecureAcceptAnything"}]}\n' > $@
+
 .PHONY: catalog-build
-catalog-build: $(OPM) ## Build a file-based catalog image CATALOG_IMG on OPM_IMG holding the bundle BUNDLE_IMG (needs a container engine and the pushed bundle image).
+catalog-build: $(OPM) $(OPM_HOME)/.config/containers/policy.json ## Build a file-based catalog image CATALOG_IMG on OPM_IMG holding the bundle BUNDLE_IMG (needs a container engine and the pushed bundle image).
 	rm -rf catalog && mkdir -p catalog/platform-operator
 	$(OPM) init platform-operator --default-channel=$(DEFAULT_CHANNEL) --output yaml > catalog/platform-operator/index.yaml
-	$(OPM) render $(BUNDLE_IMG) $(OPM_PULL_FLAGS) --output yaml >> catalog/platform-operator/index.yaml
+	HOME=$(OPM_HOME) $(OPM) render $(BUNDLE_IMG) $(OPM_PULL_FLAGS) --output yaml >> catalog/platform-operator/index.yaml
 	printf -- '---\nschema: olm.channel\npackage: platform-operator\nname: %s\nentries:\n- name: platform-operator.v%s\n' $(DEFAULT_CHANNEL) $(VERSION) >> catalog/platform-operator/index.yaml
 	$(OPM) validate catalog
-	printf 'FROM %s\nENTRYPOINT ["/bin/opm"]\nCMD ["serve", "/configs", "--cache-dir=/tmp/cache"]\nADD . /configs\nLABEL operators.operatorframework.io.index.configs.v1=/configs\n' $(OPM_IMG) > catalog.Dockerfile
+	printf 'FROM %s\nENTRYPOINT ["/bin/opm"]\nCMD ["serve", "/configs", "--cache-dir=/tmp/cache"]\nADD . /configs\nRUN ["/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache", "--cache-only"]\nLABEL operators.operatorframework.io.index.configs.v1=/configs\n' $(OPM_IMG) > catalog.Dockerfile
 	$(DOCKER_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) catalog
 
 .PHONY: catalog-push

@@ -99,12 +99,15 @@ install() {
 }
 
 uninstall() {
-  # The CSVs OLM installed (packageserver, and any operator still there)
-  # go with their namespaces and CRDs; operators' CRDs stay, as with
-  # `operator-sdk olm uninstall`.
-  manifests | $KUBECTL delete --ignore-not-found --wait=true --timeout=180s -f - >/dev/null || true
-  $KUBECTL delete --ignore-not-found --wait=true --timeout=180s -f "$(module_dir)/deploy/chart/crds" >/dev/null
+  # In the order operator-sdk olm uninstall keeps: what OLM manages first,
+  # while OLM runs to remove its finalizers (operators.coreos.com/csv-cleanup
+  # on every CSV, packageserver's included); then OLM; then the CRDs.
+  # Operators' own CRDs stay.
+  $KUBECTL delete subscriptions.operators.coreos.com --all -A --ignore-not-found --wait=true --timeout=180s >/dev/null
+  $KUBECTL delete clusterserviceversions.operators.coreos.com --all -A --ignore-not-found --wait=true --timeout=180s >/dev/null
   $KUBECTL delete apiservice v1.packages.operators.coreos.com --ignore-not-found >/dev/null
+  manifests | $KUBECTL delete --ignore-not-found --wait=true --timeout=180s -f - >/dev/null
+  $KUBECTL delete --ignore-not-found --wait=true --timeout=180s -f "$(module_dir)/deploy/chart/crds" >/dev/null
   log "uninstalled"
 }
 

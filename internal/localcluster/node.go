@@ -368,6 +368,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [%[6]s.registry.mirrors."127.0.0.1:5000"]
   endpoint = ["http://%[9]s"]
 
+# operator-sdk run bundle-upgrade runs this image, by this name, with no
+# flag to change it (its catalog Pod's decompression init container), and
+# registry.access.redhat.com is not reachable: the node pulls it from the
+# local registry instead, where a stand-in is pushed as ubi9/ubi:9.7.
+[%[6]s.registry.mirrors."registry.access.redhat.com"]
+  endpoint = ["http://%[9]s"]
+
 [%[6]s.registry.mirrors."localhost:5443"]
   endpoint = ["http://%[9]s"]
 

@@ -37,6 +37,9 @@ type Cluster struct {
 	// Client talks to the cluster as admin (core, apps and apiextensions
 	// types; unstructured for the rest).
 	Client client.Client
+	// RegistryCA is the CA file that clients of the registry's HTTPS
+	// listener (localhost:5443, the same images as localhost:5000) trust.
+	RegistryCA string
 
 	kubectl string
 	lc      *localcluster.Cluster
@@ -55,7 +58,7 @@ func Up(ctx context.Context, root string, log io.Writer) (*Cluster, error) {
 		_ = localcluster.Down(stateDir)
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
-	c := &Cluster{Root: root, Kubeconfig: lc.Kubeconfig, kubectl: filepath.Join(binDir, "kubectl"), lc: lc}
+	c := &Cluster{Root: root, Kubeconfig: lc.Kubeconfig, RegistryCA: lc.RegistryCA, kubectl: filepath.Join(binDir, "kubectl"), lc: lc}
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		_ = lc.Stop()
@@ -96,8 +99,13 @@ func (c *Cluster) KubectlIn(stdin string, args ...string) (string, error) {
 // Run runs a command with the cluster's kubeconfig in its environment,
 // from the repository's root, and returns its combined output.
 func (c *Cluster) Run(stdin, name string, args ...string) (string, error) {
+	return c.RunEnv(nil, stdin, name, args...)
+}
+
+// RunEnv is Run with more environment variables (KEY=value).
+func (c *Cluster) RunEnv(env []string, stdin, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+c.kubectl)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+c.kubectl), env...)
 	cmd.Dir = c.Root
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)

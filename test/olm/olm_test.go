@@ -1,0 +1,447 @@
+package olm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
+)
+
+var (
+	csvGVK          = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
+	catalogGVK      = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
+	subscriptionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
+	webAppGVK       = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"}
+	nginxGVK        = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
+)
+
+// The namespaces the examples and the WebApp with a database live in.
+const (
+	examplesNamespace = "olm-examples"
+	webAppNamespace   = "olm-webapp"
+)
+
+// TestOLM takes the operator through its life under OLM, in order: each
+// step needs the one before, so the first failure ends the test.
+func TestOLM(t *testing.T) {
+	for _, step := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"RunBundle", testRunBundle},
+		{"Scorecard", testScorecard},
+		{"ALMExamplesDeployed", testALMExamples},
+		{"BundleUpgradeKeepsReleases", testBundleUpgrade},
+		{"CleanupLeavesNothing", testCleanup},
+		{"CatalogSubscription", testCatalogSubscription},
+		{"OLMUninstall", testOLMUninstall},
+	} {
+		if !t.Run(step.name, step.f) {
+			return
+		}
+	}
+}
+
+func csvName(version string) string { return packageName + ".v" + version }
+
+// expectCSVSucceeded waits until the CSV of version in ns has Succeeded and
+// the operator's Deployment it owns has every Pod Ready with that version's
+// image.
+func expectCSVSucceeded(t *testing.T, ns, version string) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Eventually(func(g Gomega) {
+		csv, err := cluster.Get(ctx, csvGVK, ns, csvName(version))
+		g.Expect(err).NotTo(HaveOccurred())
+		phase, _, _ := unstructured.NestedString(csv.Object, "status", "phase")
+		msg, _, _ := unstructured.NestedString(csv.Object, "status", "message")
+		g.Expect(phase).To(Equal("Succeeded"), msg)
+		dep := &appsv1.Deployment{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorDeployment}, dep)).To(Succeed())
+		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+		g.Expect(dep.Labels).To(HaveKeyWithValue("olm.owner", csvName(version)))
+		for _, c := range dep.Spec.Template.Spec.Containers {
+			g.Expect(c.Image).To(Equal(operatorRepo+":v"+version), "container %s", c.Name)
+		}
+		var pods corev1.PodList
+		g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		for _, cs := range pods.Items[0].Status.ContainerStatuses {
+			g.Expect(cs.Ready).To(BeTrue(), "container %s", cs.Name)
+			g.Expect(cs.Image).To(Equal(operatorRepo+":v"+version), "container %s", cs.Name)
+		}
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// testRunBundle: `operator-sdk run bundle` as the README says it, with the
+// opm image built from source as the index and decompression image.
+func testRunBundle(t *testing.T) {
+	g := NewWithT(t)
+	cluster.CreateNamespace(t, operatorNamespace)
+	start := time.Now()
+	out, err := operatorSDK("run", "bundle", bundleImages[firstVersion],
+		"--namespace", operatorNamespace, "--install-mode", "AllNamespaces",
+		"--index-image", tlsName(opmImage), "--decompression-image", tlsName(opmImage),
+		"--timeout", "5m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("operator-sdk run bundle returned after %s (the CSV had Succeeded)", time.Since(start).Round(time.Millisecond))
+	t.Logf("operator-sdk: %s", lastLine(out))
+	expectCSVSucceeded(t, operatorNamespace, firstVersion)
+}
+
+// testScorecard runs `operator-sdk scorecard` with the bundle's own config,
+// its images swapped for the scorecard-test built from source, and expects
+// every test to pass.
+func testScorecard(t *testing.T) {
+	g := NewWithT(t)
+	config, err := os.ReadFile(filepath.Join(cluster.Root, "bundle", "tests", "scorecard", "config.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	const upstream = "quay.io/operator-framework/scorecard-test:v1.42.2"
+	g.Expect(string(config)).To(ContainSubstring(upstream), "the bundle's scorecard config names the image this suite replaces")
+	local := filepath.Join(t.TempDir(), "config.yaml")
+	g.Expect(os.WriteFile(local, []byte(strings.ReplaceAll(string(config), upstream, scorecardImage)), 0o644)).To(Succeed())
+	start := time.Now()
+	out, err := operatorSDK("scorecard", filepath.Join(cluster.Root, "bundle"), "--config", local,
+		"--namespace", operatorNamespace, "--untar-image", scorecardImage, "--storage-image", scorecardImage,
+		"--wait-time", "180s", "--output", "json")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	var list struct {
+		Items []struct {
+			Status struct {
+				Results []struct {
+					Name   string   `json:"name"`
+					State  string   `json:"state"`
+					Errors []string `json:"errors"`
+				} `json:"results"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	g.Expect(json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list)).To(Succeed(), out)
+	var results []string
+	for _, item := range list.Items {
+		for _, r := range item.Status.Results {
+			results = append(results, r.Name+": "+r.State)
+			g.Expect(r.State).To(Equal("pass"), "%s: %v", r.Name, r.Errors)
+		}
+	}
+	g.Expect(results).To(HaveLen(strings.Count(string(config), "entrypoint:")), "a result for each test of the config")
+	t.Logf("scorecard (%s): %s", time.Since(start).Round(time.Millisecond), strings.Join(results, ", "))
+}
+
+// almExamples returns the CSV's alm-examples annotation, the examples the
+// console offers, read from the CSV OLM installed.
+func almExamples(t *testing.T, version string) []map[string]any {
+	t.Helper()
+	csv, err := cluster.Get(context.Background(), csvGVK, operatorNamespace, csvName(version))
+	if err != nil {
+		t.Fatalf("reading the CSV: %v", err)
+	}
+	var examples []map[string]any
+	if err := json.Unmarshal([]byte(csv.GetAnnotations()["alm-examples"]), &examples); err != nil {
+		t.Fatalf("alm-examples: %v", err)
+	}
+	return examples
+}
+
+// deployedKinds are the kinds the Helm runtime reconciles to Deployed; the
+// CronScaler reports Ready.
+var readyCondition = map[string]string{"Nginx": "Deployed", "WebApp": "Deployed", "NamespaceTenant": "Deployed", "CronScaler": "Ready"}
+
+// testALMExamples: every example of the CSV, applied as it is, reconciles.
+func testALMExamples(t *testing.T) {
+	ctx := context.Background()
+	cluster.CreateNamespace(t, examplesNamespace)
+	examples := almExamples(t, firstVersion)
+	for _, ex := range examples {
+		data, _ := json.Marshal(ex)
+		cluster.Apply(t, examplesNamespace, string(data))
+	}
+	start := time.Now()
+	for _, ex := range examples {
+		u := &unstructured.Unstructured{Object: ex}
+		ns := examplesNamespace
+		if u.GetKind() == "NamespaceTenant" {
+			ns = ""
+		}
+		cond := readyCondition[u.GetKind()]
+		NewWithT(t).Eventually(func(g Gomega) {
+			got, err := cluster.Get(ctx, u.GroupVersionKind(), ns, u.GetName())
+			g.Expect(err).NotTo(HaveOccurred())
+			status, reason, msg := realnode.Condition(got, cond)
+			g.Expect(status).To(Equal("True"), "%s %s: %s %s: %s", u.GetKind(), u.GetName(), cond, reason, msg)
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}
+	t.Logf("%d alm-examples applied as they are: all Deployed (CronScaler Ready) %s after the last apply", len(examples), time.Since(start).Round(time.Millisecond))
+
+	// The full examples name images of registries not reachable here, so
+	// their Pods never start; yet they hold CPU requests (several replicas,
+	// a database) that this two-core node needs for the upgrade's new
+	// operator Pod and the WebApp with a database. They go; the others stay
+	// for the upgrade to adopt.
+	out, err := cluster.Kubectl("delete", "-n", examplesNamespace, "webapp/webapp-full", "webapp/webapp-sample", "nginx/nginx-full", "--wait=true", "--timeout=180s")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), out)
+}
+
+func webAppManifest(name string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
+kind: WebApp
+metadata:
+  name: %s
+spec:
+  deploymentTier: dev
+  webAppImage: %s
+  webAppHostname: %s.example.test
+  webAppReplicas: %d
+  database:
+    image: {repository: %s, tag: %q}
+`, name, appImage, name, replicas, postgresRepo, postgresTag)
+}
+
+func dbPassword(g Gomega, ns, name string) string {
+	s := &corev1.Secret{}
+	g.ExpectWithOffset(1, cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
+	return string(s.Data["password"])
+}
+
+func expectServing(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		dep := &appsv1.Deployment{}
+		g.Expect(cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(*dep.Spec.Replicas).To(Equal(replicas))
+		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// releaseRevisions maps each Helm release of the examples and the WebApp to
+// its revisions' Secrets.
+func releaseRevisions(g Gomega) map[string][]string {
+	var secrets corev1.SecretList
+	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	revs := map[string][]string{}
+	for _, s := range secrets.Items {
+		key := s.Namespace + "/" + s.Labels["name"]
+		revs[key] = append(revs[key], s.Name)
+	}
+	for _, v := range revs {
+		slices.Sort(v)
+	}
+	return revs
+}
+
+// testBundleUpgrade: `operator-sdk run bundle-upgrade` to the next version
+// replaces the CSV and the operator's Pod; the new operator adopts every
+// release without a new revision, and a WebApp's generated password and the
+// data in its database survive.
+func testBundleUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name = "shop"
+	ns := webAppNamespace
+	cluster.CreateNamespace(t, ns)
+	cluster.ClientPod(t, ns, nginxImage)
+	host := name + "." + ns + ".svc.cluster.local"
+	cluster.Apply(t, ns, webAppManifest(name, 1))
+	expectServing(t, ns, name, 1)
+	password := dbPassword(g, ns, name)
+	value := "order-" + rand.String(8)
+	out, err := cluster.HTTPGet(ns, host, 80, "/write?v="+value)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("200 OK"))
+	before := releaseRevisions(g)
+	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
+
+	start := time.Now()
+	out, err = operatorSDK("run", "bundle-upgrade", bundleImages[upgradeVersion],
+		"--namespace", operatorNamespace, "--timeout", "5m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("operator-sdk run bundle-upgrade returned after %s", time.Since(start).Round(time.Millisecond))
+	expectCSVSucceeded(t, operatorNamespace, upgradeVersion)
+	g.Eventually(func() bool {
+		_, err := cluster.Get(ctx, csvGVK, operatorNamespace, csvName(firstVersion))
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the old CSV is replaced")
+	t.Logf("CSV %s replaced by %s, Succeeded %s after bundle-upgrade started", csvName(firstVersion), csvName(upgradeVersion), time.Since(start).Round(time.Millisecond))
+
+	// The new operator has reconciled the WebApp once its log says so; by
+	// then nothing may have a new revision.
+	g.Eventually(func() string {
+		out, _ := cluster.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", "manager")
+		return out
+	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Release reconciled.*"name":"shop","namespace":"olm-webapp"|Release reconciled.*"namespace":"olm-webapp".*"name":"shop"|"shop".*Release reconciled`), "the new operator reconciles the WebApp")
+	g.Expect(releaseRevisions(g)).To(Equal(before), "no release got a new revision from the new operator")
+	g.Expect(dbPassword(g, ns, name)).To(Equal(password), "the generated password survives the upgrade")
+	out, err = cluster.HTTPGet(ns, host, 80, "/read")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(value), "the data written before the upgrade")
+
+	t.Log("an edit after the upgrade is a Helm upgrade by the new operator")
+	cluster.Apply(t, ns, webAppManifest(name, 2))
+	g.Eventually(func(g Gomega) {
+		cr, err := cluster.Get(ctx, webAppGVK, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, reason, msg := realnode.Condition(cr, "Deployed")
+		g.Expect([]string{status, reason}).To(Equal([]string{"True", "UpgradeSuccessful"}), msg)
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	expectServing(t, ns, name, 2)
+	g.Expect(releaseRevisions(g)[ns+"/"+name]).To(HaveLen(len(before[ns+"/"+name]) + 1))
+	g.Expect(dbPassword(g, ns, name)).To(Equal(password))
+}
+
+// testCleanup follows the README's uninstall order: the custom resources
+// first, so their finalizers run, then `operator-sdk cleanup`. Nothing of
+// the operator or its releases is left.
+func testCleanup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	out, err := cluster.Kubectl("delete", "nginx,webapp,cronscaler", "--all", "-A", "--wait=true", "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = cluster.Kubectl("delete", "namespacetenant", "--all", "--wait=true", "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	start := time.Now()
+	out, err = operatorSDK("cleanup", packageName, "--namespace", operatorNamespace, "--timeout", "3m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("operator-sdk cleanup took %s", time.Since(start).Round(time.Millisecond))
+
+	g.Eventually(func(g Gomega) {
+		for _, gvk := range []schema.GroupVersionKind{csvGVK, subscriptionGVK, catalogGVK} {
+			items, err := cluster.List(ctx, gvk, operatorNamespace)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(items).To(BeEmpty(), "%s left in %s", gvk.Kind, operatorNamespace)
+		}
+		var pods corev1.PodList
+		g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(operatorNamespace))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty(), "Pods left in %s (operator, registry)", operatorNamespace)
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		g.Expect(cluster.Client.List(ctx, &crds)).To(Succeed())
+		for _, c := range crds.Items {
+			g.Expect(c.Spec.Group).NotTo(BeElementOf("web.acme.com", "tenancy.acme.com", "autoscaling.acme.com"), "CRD %s left", c.Name)
+		}
+		g.Expect(releaseRevisions(g)).To(BeEmpty(), "Helm release Secrets left")
+		for _, tenantNS := range []string{"team-payments", "team-x"} {
+			err := cluster.Client.Get(ctx, client.ObjectKey{Name: tenantNS}, &corev1.Namespace{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "tenant namespace %s left: %v", tenantNS, err)
+		}
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	// The PVC of the WebApp's database is kept by design (Retain); it is
+	// the user's data, not the operator's.
+}
+
+// testCatalogSubscription: the bundle published in a file-based catalog
+// image (make catalog-build catalog-push), installed by a CatalogSource and
+// a Subscription; the operator it installs runs an Nginx whose Pods serve.
+func testCatalogSubscription(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	out, err := cluster.Run("", "make", "catalog-build", "catalog-push",
+		"BUNDLE_IMG="+bundleRepo+":v"+firstVersion, "CATALOG_IMG="+catalogImage, "OPM_IMG="+opmImage)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	const catalogNamespace, subNamespace = "olm", "operators"
+	start := time.Now()
+	cluster.Apply(t, "", fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata:
+  name: platform-operator-catalog
+  namespace: %s
+spec:
+  sourceType: grpc
+  image: %s
+  displayName: platform-operator
+  grpcPodConfig:
+    securityContextConfig: restricted
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata:
+  name: platform-operator
+  namespace: %s
+spec:
+  channel: alpha
+  name: %s
+  source: platform-operator-catalog
+  sourceNamespace: %s
+  installPlanApproval: Automatic
+`, catalogNamespace, catalogImage, subNamespace, packageName, catalogNamespace))
+	g.Eventually(func(g Gomega) {
+		cs, err := cluster.Get(ctx, catalogGVK, catalogNamespace, "platform-operator-catalog")
+		g.Expect(err).NotTo(HaveOccurred())
+		state, _, _ := unstructured.NestedString(cs.Object, "status", "connectionState", "lastObservedState")
+		g.Expect(state).To(Equal("READY"))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	t.Logf("CatalogSource READY %s after apply", time.Since(start).Round(time.Millisecond))
+	expectCSVSucceeded(t, subNamespace, firstVersion)
+	t.Logf("Subscription: CSV %s Succeeded in %s %s after apply", csvName(firstVersion), subNamespace, time.Since(start).Round(time.Millisecond))
+
+	// A name with "nginx" in it is the chart's fullname as it is.
+	const ns, name = "olm-catalog-nginx", "catalog-nginx"
+	cluster.CreateNamespace(t, ns)
+	cluster.Apply(t, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: %s
+spec:
+  replicaCount: 1
+  image: {repository: %s, tag: %q}
+`, name, nginxRepo, nginxTag))
+	g.Eventually(func(g Gomega) {
+		cr, err := cluster.Get(ctx, nginxGVK, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, reason, msg := realnode.Condition(cr, "Deployed")
+		g.Expect(status).To(Equal("True"), "%s: %s", reason, msg)
+		dep := &appsv1.Deployment{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+	t.Log("uninstall in the README's order: the resource, then the Subscription and its CSV")
+	out, err = cluster.Kubectl("delete", "nginx", name, "-n", ns, "--wait=true", "--timeout=120s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = cluster.Kubectl("delete", "-n", subNamespace, "subscription/platform-operator", "csv/"+csvName(firstVersion), "--wait=true", "--timeout=120s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = cluster.Kubectl("delete", "-n", catalogNamespace, "catalogsource/platform-operator-catalog", "--wait=true", "--timeout=120s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: subNamespace, Name: operatorDeployment}, &appsv1.Deployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's Deployment goes with its CSV: %v", err)
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// testOLMUninstall: make olm-uninstall's script removes OLM.
+func testOLMUninstall(t *testing.T) {
+	g := NewWithT(t)
+	out, err := olmScript("uninstall")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	ctx := context.Background()
+	g.Eventually(func(g Gomega) {
+		err := cluster.Client.Get(ctx, client.ObjectKey{Name: "olm"}, &corev1.Namespace{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace olm: %v", err)
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		g.Expect(cluster.Client.List(ctx, &crds)).To(Succeed())
+		for _, c := range crds.Items {
+			g.Expect(c.Spec.Group).NotTo(Equal("operators.coreos.com"), "CRD %s left", c.Name)
+		}
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,221 @@
+// Package olm installs the operator the way OLM users do, on a local
+// cluster with a real node: OLM itself from source (hack/olm/olm.sh, the
+// offline `operator-sdk olm install`), the bundle with `operator-sdk run
+// bundle`, an upgrade with `operator-sdk run bundle-upgrade`, `operator-sdk
+// cleanup`, and a file-based catalog with a CatalogSource and a
+// Subscription. `make test-olm` builds the images and runs it; it needs root.
+package olm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/platform-operator/test/realnode"
+)
+
+const (
+	// The operator's namespace, as the README's OLM instructions use it.
+	operatorNamespace  = "platform-operator-system"
+	operatorDeployment = "platform-operator-controller-manager"
+	packageName        = "platform-operator"
+
+	// hack/test-olm.sh builds the operator image as :dev; the suite makes
+	// one image of it per bundle version, so an upgrade changes the Pod's
+	// image as a real release does.
+	devImage     = "localhost:5000/platform-operator:dev"
+	operatorRepo = "localhost:5000/platform-operator"
+	// Bundles are pushed to the registry's plain-HTTP name and given to
+	// operator-sdk by its HTTPS name (tlsName): operator-sdk reads the
+	// index image over HTTPS only.
+	bundleRepo   = "localhost:5000/platform-operator-bundle"
+	catalogImage = "localhost:5000/platform-operator-catalog:v0.1.0"
+	// Where the node finds operator-sdk's decompression image of run
+	// bundle-upgrade, registry.access.redhat.com/ubi9/ubi:9.7.
+	upgradeDecompressionStandIn = "localhost:5000/ubi9/ubi:9.7"
+	firstVersion                = "0.1.0"
+	upgradeVersion              = "0.1.1"
+
+	// The workloads' stand-ins (make workload-images).
+	nginxRepo     = "localhost:5000/nginx-unprivileged"
+	nginxTag      = "1.22-bookworm"
+	nginxImage    = nginxRepo + ":" + nginxTag
+	appImage      = "localhost:5000/webapp-test-app:v1"
+	postgresRepo  = "localhost:5000/postgres"
+	postgresTag   = "15-bookworm"
+	postgresImage = postgresRepo + ":" + postgresTag
+)
+
+var (
+	cluster *realnode.Cluster
+	// OLM's images built from source (make olm-images), from the Makefile.
+	olmImage = envOr("OLM_IMG", "localhost:5000/operator-framework/olm:v0.36.0")
+	opmImage = envOr("OPM_IMG", "localhost:5000/operator-framework/opm:v1.60.0")
+	// operator-sdk's scorecard-test built from source (make scorecard-image).
+	scorecardImage = envOr("SCORECARD_IMG", "localhost:5000/operator-framework/scorecard-test:v1.42.2")
+	// The bundle images of both versions, built by the suite from config/,
+	// by their HTTPS names.
+	bundleImages = map[string]string{}
+)
+
+// tlsName is an image of the node's registry by the name of its HTTPS
+// listener: localhost:5443 serves what was pushed to localhost:5000.
+func tlsName(image string) string {
+	return strings.Replace(image, "localhost:5000/", "localhost:5443/", 1)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Getenv("OLM_E2E") != "1" || os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "olm: skipped; `make test-olm` (as root) runs these tests on a real node")
+		return 0
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	cluster, err = realnode.Up(ctx, root, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "olm:", err)
+		return 1
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "olm: stopping the local cluster:", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "olm: cluster with a real node up in %s\n", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	// operator-sdk run bundle-upgrade has no --decompression-image flag: its
+	// catalog Pod's init container always runs operator-sdk's default,
+	// registry.access.redhat.com/ubi9/ubi:9.7, which cannot be pulled here.
+	// The node pulls that name from its local registry (localcluster), where
+	// the opm image, which has the sh, cat and gzip that container runs,
+	// goes by that path.
+	if out, err := exec.Command("docker", "tag", opmImage, upgradeDecompressionStandIn).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "olm: docker tag %s: %v\n%s", upgradeDecompressionStandIn, err, out)
+		return 1
+	}
+	images := []string{olmImage, opmImage, scorecardImage, upgradeDecompressionStandIn, nginxImage, appImage, postgresImage}
+	for _, v := range []string{firstVersion, upgradeVersion} {
+		// One image per version, as a release has: the same binaries, a
+		// version label, so the two have different digests.
+		img := operatorRepo + ":v" + v
+		build := exec.Command("docker", "build", "--network", "host", "-t", img, "-")
+		build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+		build.Stdin = strings.NewReader(fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v))
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "olm: building %s: %v\n%s", img, err, out)
+			return 1
+		}
+		images = append(images, img)
+	}
+	if err := cluster.Push(images...); err != nil {
+		fmt.Fprintln(os.Stderr, "olm:", err)
+		return 1
+	}
+	for _, v := range []string{firstVersion, upgradeVersion} {
+		if err := buildBundle(root, v, operatorRepo+":v"+v, bundleRepo+":v"+v); err != nil {
+			fmt.Fprintln(os.Stderr, "olm:", err)
+			return 1
+		}
+		bundleImages[v] = tlsName(bundleRepo + ":v" + v)
+	}
+	fmt.Fprintf(os.Stderr, "olm: images and bundles in the node's registry after %s\n", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	if out, err := olmScript("install"); err != nil {
+		fmt.Fprintf(os.Stderr, "olm: installing OLM: %v\n%s", err, out)
+		dump("olm")
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "olm: OLM installed (packageserver Succeeded) in %s\n", time.Since(start).Round(time.Millisecond))
+
+	code := m.Run()
+	if code != 0 {
+		dump("olm", operatorNamespace, "operators")
+	}
+	return code
+}
+
+// olmScript runs hack/olm/olm.sh with the images of this suite.
+func olmScript(arg string) (string, error) {
+	env := []string{"OLM_IMG=" + olmImage, "OPM_IMG=" + opmImage, "HELM=" + filepath.Join(cluster.Root, "bin", "helm")}
+	return cluster.RunEnv(env, "", filepath.Join(cluster.Root, "hack", "olm", "olm.sh"), arg)
+}
+
+// buildBundle does what `make bundle bundle-build bundle-push` does with
+// IMG and VERSION set, in a copy of config/ so the working tree stays as it
+// is: set the manager's image, generate the bundle, build and push its image.
+func buildBundle(root, version, img, bundleImg string) error {
+	dir, err := os.MkdirTemp("", "platform-operator-bundle-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(filepath.Join(root, "config"))); err != nil {
+		return err
+	}
+	project, err := os.ReadFile(filepath.Join(root, "PROJECT"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "PROJECT"), project, 0o644); err != nil {
+		return err
+	}
+	kustomize := filepath.Join(root, "bin", "kustomize")
+	sdk := filepath.Join(root, "bin", "operator-sdk")
+	steps := [][]string{
+		{"sh", "-c", fmt.Sprintf("cd config/manager && %s edit set image controller=%s", kustomize, img)},
+		{"sh", "-c", fmt.Sprintf("%s build config/manifests | %s generate bundle -q --overwrite --version %s --channels=alpha --default-channel=alpha", kustomize, sdk, version)},
+		{sdk, "bundle", "validate", "./bundle"},
+		{"docker", "build", "-f", "bundle.Dockerfile", "-t", bundleImg, "."},
+		{"docker", "push", bundleImg},
+	}
+	for _, s := range steps {
+		cmd := exec.Command(s[0], s[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("bundle %s: %v: %w\n%s", version, s, err, out)
+		}
+	}
+	return nil
+}
+
+// operatorSDK runs bin/operator-sdk against the cluster, trusting the
+// registry's HTTPS listener.
+func operatorSDK(args ...string) (string, error) {
+	return cluster.RunEnv([]string{"SSL_CERT_FILE=" + cluster.RegistryCA}, "", filepath.Join(cluster.Root, "bin", "operator-sdk"), args...)
+}
+
+// dump prints what OLM and the operator did in namespaces, for a failure.
+func dump(namespaces ...string) {
+	out, _ := cluster.Kubectl("get", "pods,jobs,csv,subscriptions,installplans,catalogsources", "-A", "-o", "wide")
+	fmt.Fprintln(os.Stderr, out)
+	for _, ns := range namespaces {
+		out, _ = cluster.Kubectl("describe", "csv", "-n", ns)
+		fmt.Fprintln(os.Stderr, out)
+		out, _ = cluster.Kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp")
+		fmt.Fprintln(os.Stderr, out)
+	}
+	for _, d := range []struct{ ns, name string }{{"olm", "olm-operator"}, {"olm", "catalog-operator"}, {operatorNamespace, operatorDeployment}} {
+		out, _ = cluster.Kubectl("logs", "-n", d.ns, "deployment/"+d.name, "--all-containers", "--tail=60")
+		fmt.Fprintf(os.Stderr, "--- logs of %s/%s\n%s\n", d.ns, d.name, out)
+	}
+}
