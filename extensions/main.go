@@ -12,19 +12,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
-	"github.com/acme/platform-operator/extensions/internal/sidecar"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/acme/platform-operator/internal/supervisor"
 )
 
 func main() {
-	opts := sidecar.DefaultOptions()
-	opts.BindFlags(pflag.CommandLine)
+	// The ports differ from the manager's: both containers share the Pod's
+	// network.
+	opts := managersetup.Defaults("platform-operator-extensions.acme.com", ":8444", ":8082")
+	opts.BindFlags(pflag.CommandLine, "sidecar")
 	// Flags of the extension controllers are registered here.
 	tenantOpts := tenant.DefaultOptions()
 	tenantOpts.BindFlags(pflag.CommandLine)
@@ -37,6 +40,10 @@ func main() {
 	pflag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if err := opts.Validate(); err != nil {
+		log.Error(err, "Invalid options")
+		os.Exit(2)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -47,10 +54,12 @@ func main() {
 	// build creates and sets up one manager; the supervisor builds a new
 	// one when a lost lease (an API server outage) stopped the previous.
 	build := func(run int) (ctrl.Manager, error) {
-		opts.SkipControllerNameValidation = run > 0
-		mgr, err := sidecar.NewManager(cfg, scheme, opts)
+		mo := opts.ManagerOptions(scheme)
+		// The controllers of a stopped manager keep their names.
+		mo.Controller.SkipNameValidation = ptr.To(run > 0)
+		mgr, err := managersetup.New(cfg, mo)
 		if err != nil {
-			return nil, fmt.Errorf("create the manager: %w", err)
+			return nil, err
 		}
 		// Extension controllers are set up here, one call each.
 		if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {

@@ -12,7 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/manifest"
 )
 
 const (
@@ -562,7 +562,7 @@ func TestWebAppGeneratedPassword(t *testing.T) {
 	g := NewWithT(t)
 	ch, err := LoadChart(webAppChartDir)
 	g.Expect(err).NotTo(HaveOccurred())
-	gvs, err := helmruntime.ParseGeneratedValues(ch)
+	gvs, err := manifest.ParseGeneratedValues(ch)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gvs).To(HaveLen(1))
 	gv := gvs[0]

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/acme/platform-operator/internal/chartrender"
-	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/manifest"
 )
 
 // ChartKind is a chart-backed kind: resources of GVK are releases of the
@@ -39,7 +39,7 @@ func ChartResources(kinds []ChartKind, samplesDir string) (map[string][]Resource
 			return nil, err
 		}
 		// Values the runtime generates (passwords) are not in samples.
-		generated, err := helmruntime.ParseGeneratedValues(ch)
+		generated, err := manifest.ParseGeneratedValues(ch)
 		if err != nil {
 			return nil, err
 		}

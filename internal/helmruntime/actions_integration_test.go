@@ -66,7 +66,7 @@ func TestActionsSpareTheAPIServer(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	g.Expect(err).NotTo(HaveOccurred())
-	acg, err := newActionClientGetter(cfg, mapper, ReleaseNamespaceMapper(false, ""))
+	acg, err := newTestKind("ConfigMap").libraryPath(cfg, mapper)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CapabilitiesMaxAge is how long the runtime's actions share one view of
+// CapabilitiesMaxAge is how long the actions on one kind's releases share one view of
 // the API server's capabilities (its version and the API versions it
 // serves, .Capabilities in templates) before the next action fetches it
 // again.
@@ -28,7 +28,7 @@ import (
 // Helm fetches it anew for every action, discovery cache invalidated: two
 // discovery documents and the version, per install, upgrade and dry-run.
 // A chart that installs CRDs from its crds/ directory still sees them at
-// once (see [capabilitiesCache.install]); an API that appears otherwise is
+// once (see capabilitiesActionClient.Install); an API that appears otherwise is
 // seen by the actions that start up to this long after it. Releases of
 // charts that read .Capabilities are not left behind: the capabilities are
 // part of their digest (see [ReleaseDigest]), so their next reconcile
@@ -40,7 +40,8 @@ const CapabilitiesMaxAge = 30 * time.Second
 var capabilitiesCall = regexp.MustCompile(`\.Capabilities\b`)
 
 // capabilitiesCache is the view of the API server's capabilities shared by
-// the actions of one runtime.
+// the actions on one kind's releases (each kind has its own, built with its
+// reconciler).
 type capabilitiesCache struct {
 	maxAge time.Duration
 	now    func() time.Time
@@ -145,29 +146,17 @@ func (g *capabilitiesConfigGetter) ActionConfigFor(ctx context.Context, obj clie
 	return cfg, nil
 }
 
-// capabilitiesActionClientGetter returns action clients that keep the
-// shared capabilities current when a release adds APIs.
-type capabilitiesActionClientGetter struct {
-	inner helmclient.ActionClientGetter
-	cache *capabilitiesCache
-}
-
-var _ helmclient.ActionClientGetter = (*capabilitiesActionClientGetter)(nil)
-
-// ActionClientFor returns the action client of obj.
-func (g *capabilitiesActionClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-	ac, err := g.inner.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	return &capabilitiesActionClient{ActionInterface: ac, cache: g.cache}, nil
+// layer is the layer of the action path that keeps the capabilities
+// right around installs and upgrades (see capabilitiesActionClient).
+func (c *capabilitiesCache) layer(_ context.Context, _ target, below actionClient) (actionClient, error) {
+	return &capabilitiesActionClient{actionClient: below, cache: c}, nil
 }
 
 // capabilitiesActionClient installs charts with CRDs on fresh
 // capabilities, and drops the shared ones after every release that may
 // have added APIs.
 type capabilitiesActionClient struct {
-	helmclient.ActionInterface
+	actionClient
 	cache *capabilitiesCache
 }
 
@@ -179,7 +168,7 @@ func (c *capabilitiesActionClient) Install(name, namespace string, chrt *chart.C
 	if cfg := c.Config(); crds && cfg != nil {
 		cfg.Capabilities = nil
 	}
-	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	rel, err := c.actionClient.Install(name, namespace, chrt, vals, opts...)
 	if crds || addsAPIs(rel) {
 		c.cache.invalidate()
 	}
@@ -188,8 +177,8 @@ func (c *capabilitiesActionClient) Install(name, namespace string, chrt *chart.C
 
 // Upgrade upgrades the release.
 func (c *capabilitiesActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
-	if dry, _ := isDryRun(opts); err == nil && !dry && addsAPIs(rel) {
+	rel, err := c.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
+	if err == nil && addsAPIs(rel) {
 		c.cache.invalidate()
 	}
 	return rel, err

@@ -114,7 +114,8 @@ func TestCapabilitiesActionClient(t *testing.T) {
 			rec := &recordingActionClient{manifest: tc.manifest}
 			rec.cfg.Capabilities, err = cache.get(dc)
 			g.Expect(err).NotTo(HaveOccurred())
-			ac := &capabilitiesActionClient{ActionInterface: rec, cache: cache}
+			ac, err := stack(t.Context(), target{}, rec, []layer{cache.layer})
+			g.Expect(err).NotTo(HaveOccurred())
 			if tc.upgrade {
 				var opts []helmclient.UpgradeOption
 				if tc.dryRun {

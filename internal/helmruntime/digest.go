@@ -18,9 +18,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // ReleaseDigestLabel is the label on Helm's release record (the release
@@ -58,20 +55,21 @@ const (
 	DryRunRendered = "rendered"
 )
 
-// dryRunUpgrades counts the library's dry-run upgrades per kind and result.
-var dryRunUpgrades = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "helmruntime_dry_run_upgrades_total",
-	Help: "Dry-run upgrades the Helm reconciler asked for, by kind and result: skipped (the release digest was unchanged) or rendered.",
-}, []string{"kind", "result"})
-
-func init() {
-	ctrlmetrics.Registry.MustRegister(dryRunUpgrades)
+// newDryRunCounter returns the counter of the library's dry-run upgrades,
+// per kind and result (helmruntime_dry_run_upgrades_total).
+func newDryRunCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "helmruntime_dry_run_upgrades_total",
+		Help: "Dry-run upgrades the Helm reconciler asked for, by kind and result: skipped (the release digest was unchanged) or rendered.",
+	}, []string{"kind", "result"})
 }
 
-// chartDigests caches the content digest of each loaded chart. A chart is
-// loaded once per watch and never changes afterwards, so the pointer
+// chartDigests remembers the content digest of each loaded chart. A chart
+// is loaded once per watch and never changes afterwards, so the pointer
 // identifies its content.
-var chartDigests sync.Map // *chart.Chart -> chartDigest
+type chartDigests struct {
+	m sync.Map // *chart.Chart -> chartDigest
+}
 
 type chartDigest struct {
 	sum string
@@ -83,6 +81,16 @@ type chartDigest struct {
 	err          error
 }
 
+// of returns the digest of chrt, computed once.
+func (c *chartDigests) of(chrt *chart.Chart) chartDigest {
+	if cd, ok := c.m.Load(chrt); ok {
+		return cd.(chartDigest)
+	}
+	cd := digestOfChart(chrt)
+	c.m.Store(chrt, cd)
+	return cd
+}
+
 // ReleaseDigest returns the digest of a release rendered from chrt with
 // vals on a server with caps: SHA-256 over the chart's content (metadata,
 // templates, files, default values, schema, dependencies, recursively),
@@ -92,7 +100,11 @@ type chartDigest struct {
 // when the chart's rendering depends on the live cluster (it calls
 // lookup), so that equal digests do not mean equal manifests.
 func ReleaseDigest(chrt *chart.Chart, vals map[string]interface{}, caps *chartutil.Capabilities) (digest string, ok bool, err error) {
-	cd := digestOfChart(chrt)
+	return releaseDigest(digestOfChart(chrt), vals, caps)
+}
+
+// releaseDigest is ReleaseDigest of a chart whose digest is cd.
+func releaseDigest(cd chartDigest, vals map[string]interface{}, caps *chartutil.Capabilities) (digest string, ok bool, err error) {
 	if cd.err != nil {
 		return "", false, cd.err
 	}
@@ -109,18 +121,14 @@ func ReleaseDigest(chrt *chart.Chart, vals map[string]interface{}, caps *chartut
 	return hex.EncodeToString(h.Sum(nil))[:40], cd.skippable, nil
 }
 
+// digestOfChart hashes chrt.
 func digestOfChart(chrt *chart.Chart) chartDigest {
 	if chrt == nil {
 		return chartDigest{err: errors.New("no chart")}
 	}
-	if cd, ok := chartDigests.Load(chrt); ok {
-		return cd.(chartDigest)
-	}
 	h := sha256.New()
 	skippable, capabilities, err := hashChart(h, chrt)
-	cd := chartDigest{sum: hex.EncodeToString(h.Sum(nil)), skippable: skippable, capabilities: capabilities, err: err}
-	chartDigests.Store(chrt, cd)
-	return cd
+	return chartDigest{sum: hex.EncodeToString(h.Sum(nil)), skippable: skippable, capabilities: capabilities, err: err}
 }
 
 // hashChart writes chrt's content, and its dependencies', to h.
@@ -163,68 +171,27 @@ func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (sk
 	return skippable, capabilities, nil
 }
 
-// digestActionClientGetter wraps an ActionClientGetter so that its action
-// clients record release digests and skip unchanged dry-runs (see
+// digests is the layer that records the digest of every install and
+// upgrade on the release, and answers a dry-run upgrade whose digest
+// equals the deployed release's with that release (see
 // [ReleaseDigestLabel]).
-type digestActionClientGetter struct {
-	inner helmclient.ActionClientGetter
-	kind  string
-	log   logr.Logger
+func (k *kindRuntime) digests(_ context.Context, t target, below actionClient) (actionClient, error) {
+	return &digestActionClient{
+		actionClient: below,
+		charts:       k.charts,
+		dryRuns:      k.rt.dryRuns,
+		kind:         k.watch.GVK.Kind,
+		log:          k.log.WithName("release-digest").WithValues("namespace", t.obj.GetNamespace(), "name", t.obj.GetName()),
+	}, nil
 }
 
-// withReleaseDigests returns acg with the dry-run skip of
-// [ReleaseDigestLabel].
-func withReleaseDigests(acg helmclient.ActionClientGetter, kind string, log logr.Logger) helmclient.ActionClientGetter {
-	return &digestActionClientGetter{inner: acg, kind: kind, log: log}
-}
-
-// ActionClientFor returns the wrapped action client of obj.
-func (g *digestActionClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-	ac, err := g.inner.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	return &digestActionClient{ActionInterface: ac, kind: g.kind, log: g.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName())}, nil
-}
-
-// digestActionClient records the digest of every install and upgrade on the
-// release, and answers a dry-run upgrade whose digest equals the deployed
-// release's with that release.
-//
-// The library's reconciler gets a new action client for every reconcile
-// and reads the release two or three times in it (status, release state,
-// before an upgrade). The client remembers the release it read until it
-// changes a release itself, so one reconcile reads the release record once.
+// digestActionClient records digests and skips unchanged dry-runs.
 type digestActionClient struct {
-	helmclient.ActionInterface
-	kind string
-	log  logr.Logger
-
-	mu sync.Mutex
-	// read is set once Get ran; rel and err are its result.
-	read bool
-	rel  *release.Release
-	err  error
-}
-
-// Get returns the latest release of name, read once per client.
-func (c *digestActionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
-	if len(opts) > 0 { // a specific version, say: not what is remembered
-		return c.ActionInterface.Get(name, opts...)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.read && c.rel != nil && c.rel.Name == name {
-		return c.rel, nil
-	}
-	if c.read && c.rel == nil && errors.Is(c.err, driver.ErrReleaseNotFound) {
-		return nil, c.err
-	}
-	rel, err := c.ActionInterface.Get(name)
-	if err == nil || errors.Is(err, driver.ErrReleaseNotFound) {
-		c.read, c.rel, c.err = true, rel, err
-	}
-	return rel, err
+	actionClient
+	charts  *chartDigests
+	dryRuns *prometheus.CounterVec
+	kind    string
+	log     logr.Logger
 }
 
 // capabilities are the API server's capabilities the action renders with.
@@ -235,104 +202,88 @@ func (c *digestActionClient) capabilities() *chartutil.Capabilities {
 	return nil
 }
 
-// forget drops the remembered release; every call that may change a
-// release calls it first.
-func (c *digestActionClient) forget() {
-	c.mu.Lock()
-	c.read, c.rel, c.err = false, nil, nil
-	c.mu.Unlock()
+// digest returns the digest of a release of chrt with vals.
+func (c *digestActionClient) digest(chrt *chart.Chart, vals map[string]interface{}) (string, bool, error) {
+	return releaseDigest(c.charts.of(chrt), vals, c.capabilities())
 }
 
 // Install installs the release and records its digest.
 func (c *digestActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
-	c.forget()
-	digest, _, err := ReleaseDigest(chrt, vals, c.capabilities())
+	digest, _, err := c.digest(chrt, vals)
 	if err != nil {
 		return nil, err
 	}
 	opts = append(opts, func(i *action.Install) error {
-		i.Labels = withLabel(i.Labels, ReleaseDigestLabel, digest)
+		i.Labels = mergeLabels(i.Labels, map[string]string{ReleaseDigestLabel: digest})
 		return nil
 	})
-	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	return c.actionClient.Install(name, namespace, chrt, vals, opts...)
 }
 
-// Upgrade upgrades the release and records its digest. A dry-run whose
-// digest equals the deployed release's returns the deployed release
-// without rendering anything; a dry-run that renders the deployed manifest
-// records the digest on the deployed release, so that the next one is
-// skipped.
+// Upgrade upgrades the release and records its digest.
 func (c *digestActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	dry, err := isDryRun(opts)
+	digest, _, err := c.digest(chrt, vals)
 	if err != nil {
 		return nil, err
 	}
-	digest, skippable, err := ReleaseDigest(chrt, vals, c.capabilities())
-	if err != nil {
-		return nil, err
-	}
-	if !dry {
-		c.forget()
-		opts = append(opts, func(u *action.Upgrade) error {
-			u.Labels = withLabel(u.Labels, ReleaseDigestLabel, digest)
-			return nil
-		})
-		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
-	}
+	opts = append(opts, func(u *action.Upgrade) error {
+		u.Labels = mergeLabels(u.Labels, map[string]string{ReleaseDigestLabel: digest})
+		return nil
+	})
+	return c.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
+}
 
+// DryRunUpgrade returns the deployed release without rendering anything
+// when the digest equals the deployed release's; a dry-run that renders
+// the deployed manifest records the digest on the deployed release, so
+// that the next one is skipped.
+func (c *digestActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	digest, skippable, err := c.digest(chrt, vals)
+	if err != nil {
+		return nil, err
+	}
 	cur, err := c.Get(name)
 	if err != nil || !skippable || cur.Info == nil || cur.Info.Status != release.StatusDeployed {
-		dryRunUpgrades.WithLabelValues(c.kind, DryRunRendered).Inc()
-		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+		c.dryRuns.WithLabelValues(c.kind, DryRunRendered).Inc()
+		return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
 	}
 	if cur.Labels[ReleaseDigestLabel] == digest {
-		dryRunUpgrades.WithLabelValues(c.kind, DryRunSkipped).Inc()
+		c.dryRuns.WithLabelValues(c.kind, DryRunSkipped).Inc()
 		c.log.V(1).Info("Release digest unchanged; dry-run upgrade skipped", "release", name, "version", cur.Version)
 		return cur, nil
 	}
-	dryRunUpgrades.WithLabelValues(c.kind, DryRunRendered).Inc()
-	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	c.dryRuns.WithLabelValues(c.kind, DryRunRendered).Inc()
+	rel, err := c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
 	if err != nil || rel.Manifest != cur.Manifest {
 		return rel, err
 	}
-	// The dry-run renders what is deployed: the release is up to date with
-	// this chart and these values (say, a release installed before the
+	// Same manifest, other digest (a release installed before the
 	// runtime recorded digests, or a new chart that renders the same).
 	// Record that on the release, so that the next dry-run is skipped.
-	c.recordDigest(cur, digest)
+	if _, err := relabel(c.Config(), cur, map[string]string{ReleaseDigestLabel: digest}); err != nil {
+		c.log.Info("Could not record the release digest; the next reconcile runs the dry-run again", "release", cur.Name, "error", err.Error())
+	}
 	return rel, nil
 }
 
-// recordDigest stores digest on the record of the deployed release cur,
-// without a new revision. A failure only costs the skip, so it is logged.
-func (c *digestActionClient) recordDigest(cur *release.Release, digest string) {
-	cfg := c.Config()
+// relabel stores rel again with labels added, without a new revision, and
+// returns what it stored.
+func relabel(cfg *action.Configuration, rel *release.Release, labels map[string]string) (*release.Release, error) {
 	if cfg == nil || cfg.Releases == nil {
-		return
+		return rel, errors.New("no release storage")
 	}
-	updated := *cur
-	updated.Labels = withLabel(cur.Labels, ReleaseDigestLabel, digest)
+	updated := *rel
+	updated.Labels = mergeLabels(rel.Labels, labels)
 	if err := cfg.Releases.Update(&updated); err != nil {
-		c.log.Info("Could not record the release digest; the next reconcile runs the dry-run again", "release", cur.Name, "error", err.Error())
-		return
+		return rel, err
 	}
-	c.mu.Lock()
-	if c.rel == cur {
-		c.rel = &updated
-	}
-	c.mu.Unlock()
+	return &updated, nil
 }
 
-// Uninstall uninstalls the release.
-func (c *digestActionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
-	c.forget()
-	return c.ActionInterface.Uninstall(name, opts...)
-}
-
-// withLabel returns a copy of labels with key set to value.
-func withLabel(labels map[string]string, key, value string) map[string]string {
-	out := make(map[string]string, len(labels)+1)
+// mergeLabels returns a copy of labels with add set on it.
+func mergeLabels(labels, add map[string]string) map[string]string {
+	out := make(map[string]string, len(labels)+len(add))
 	maps.Copy(out, labels)
-	out[key] = value
+	maps.Copy(out, add)
 	return out
 }

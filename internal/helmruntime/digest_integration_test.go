@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"helm.sh/helm/v3/pkg/chart"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // latestReleaseSecret returns the release Secret of the highest revision.
@@ -41,7 +41,7 @@ func TestReleaseDigestSkip(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
-	skipped := dryRunUpgrades.WithLabelValues("Widget", DryRunSkipped)
+	skipped := func() float64 { return dryRunCount(ctrlmetrics.Registry, "Widget", DryRunSkipped) }
 
 	cr := newCR("Widget", ns, "digest", map[string]any{"greeting": "hi"}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
@@ -55,12 +55,12 @@ func TestReleaseDigestSkip(t *testing.T) {
 	g.Expect(digest).To(MatchRegexp(`^[0-9a-f]{40}$`))
 
 	t.Log("a reconcile of the unchanged release skips the dry-run and creates no revision")
-	before := testutil.ToFloat64(skipped)
+	before := skipped()
 	cur, err := getCR(ctx, k8s, cr)
 	g.Expect(err).NotTo(HaveOccurred())
 	cur.SetAnnotations(map[string]string{"test.acme.com/poke": "1"}) // any update event reconciles
 	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
-	g.Eventually(func() float64 { return testutil.ToFloat64(skipped) }).WithTimeout(quickly).WithPolling(poll).Should(BeNumerically(">", before))
+	g.Eventually(skipped).WithTimeout(quickly).WithPolling(poll).Should(BeNumerically(">", before))
 	waitSettled(t, k8s, cr)
 	g.Expect(latestReleaseSecret(g, k8s, t, ns, "digest").Name).To(Equal(v1.Name))
 
@@ -120,12 +120,11 @@ func TestReleaseDigestChartChange(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	mapper, err := apiutil.NewDynamicRESTMapper(suite.cfg, httpClient)
 	g.Expect(err).NotTo(HaveOccurred())
-	nsFor := ReleaseNamespaceMapper(false, "")
-	inner, err := newActionClientGetter(suite.cfg, mapper, nsFor)
+	k := newTestKind("ChartChange")
+	acg, err := k.libraryPath(suite.cfg, mapper, k.digests, rememberRelease)
 	g.Expect(err).NotTo(HaveOccurred())
-	acg := withReleaseDigests(inner, "ChartChange", logr.Discard())
-	skipped := dryRunUpgrades.WithLabelValues("ChartChange", DryRunSkipped)
-	rendered := dryRunUpgrades.WithLabelValues("ChartChange", DryRunRendered)
+	skipped := k.rt.dryRuns.WithLabelValues("ChartChange", DryRunSkipped)
+	rendered := k.rt.dryRuns.WithLabelValues("ChartChange", DryRunRendered)
 
 	// The release's owner: any object works for the action client.
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}

@@ -1,12 +1,12 @@
 package helmruntime
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // digestChart returns a small chart; edit changes a copy of it.
@@ -236,9 +237,15 @@ func dryRun(u *action.Upgrade) error {
 	return nil
 }
 
-// newDigestClient wraps inner like ActionClientFor does, one per reconcile.
-func newDigestClient(inner helmclient.ActionInterface) *digestActionClient {
-	return &digestActionClient{ActionInterface: inner, kind: "Test", log: logr.Discard()}
+// newDigestClient wraps inner like ActionClientFor does, one per
+// reconcile: the digest layer over the release memo.
+func newDigestClient(inner helmclient.ActionInterface) helmclient.ActionInterface {
+	k := newTestKind("Test")
+	ac, err := stack(context.Background(), target{obj: &corev1.ConfigMap{}}, inner, []layer{k.digests, rememberRelease})
+	if err != nil {
+		panic(err)
+	}
+	return ac
 }
 
 func TestDigestActionClient(t *testing.T) {

@@ -12,10 +12,16 @@
 // watches.yaml field is honoured per entry, and so that cluster-scoped kinds
 // get a real namespace for their Helm release (see [Options.ReleaseNamespace]).
 //
+// Between the library's reconciler and Helm sits the action path: the
+// library's action client under a list of single-purpose layers (ownership
+// of releases, digests, unlocking of stale pending releases, Events, ...).
+// actionpath.go lists them in the order an upgrade passes through them;
+// each lives in the file its comment names.
+//
 // Charts that render secrets get three safeguards on top of the library:
 // Secret values are redacted from the release manifest the custom
 // resource's status shows ([NewRedactingClient]); values a chart declares in
-// Chart.yaml under [GeneratedValuesAnnotation] (passwords) are generated once
+// Chart.yaml under manifest.GeneratedValuesAnnotation (passwords) are generated once
 // and then passed from the stored release to every later dry-run and
 // upgrade, so they never change and idle reconciles create no revision; and
 // drift repair stamps Helm's ownership metadata on the objects it recreates
@@ -35,6 +41,7 @@
 // compare; nothing may read a rendered object's spec from the cache (see
 // cacheOptions).
 //
-// The usual entry point is [Run]; [NewManager] and [SetupReconcilers] are the
-// two halves of it for callers that need the manager before it starts.
+// The entry point is [Run]. It builds the runtime's state once (run.go) and
+// hands the supervisor a function that builds a manager with one reconciler
+// per watches.yaml entry (kind.go); nothing is kept in package variables.
 package helmruntime

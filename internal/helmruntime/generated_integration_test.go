@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/platform-operator/internal/manifest"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,13 +34,13 @@ func expectStatusRedacted(t *testing.T, k8s client.Client, cr *unstructured.Unst
 	g := NewWithT(t)
 	cur, err := getCR(t.Context(), k8s, cr)
 	g.Expect(err).NotTo(HaveOccurred())
-	manifest, found, err := unstructured.NestedString(cur.Object, "status", "deployedRelease", "manifest")
+	shown, found, err := unstructured.NestedString(cur.Object, "status", "deployedRelease", "manifest")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeTrue())
-	g.Expect(manifest).To(ContainSubstring("kind: Secret"))
-	g.Expect(manifest).To(ContainSubstring("password: " + RedactedValue))
-	g.Expect(manifest).To(ContainSubstring("kind: ConfigMap"))
-	g.Expect(manifest).NotTo(ContainSubstring(password))
+	g.Expect(shown).To(ContainSubstring("kind: Secret"))
+	g.Expect(shown).To(ContainSubstring("password: " + manifest.RedactedValue))
+	g.Expect(shown).To(ContainSubstring("kind: ConfigMap"))
+	g.Expect(shown).NotTo(ContainSubstring(password))
 }
 
 // expectRevisions checks the release's revisions are exactly want.

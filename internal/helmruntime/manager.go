@@ -1,21 +1,14 @@
 package helmruntime
 
 import (
-	"fmt"
-
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-
-	"github.com/acme/platform-operator/internal/metricsserving"
 )
 
 // NewScheme returns the scheme of the manager: the client-go built-in types
@@ -34,22 +27,8 @@ func NewScheme() *runtime.Scheme {
 // ws are the watches the manager's reconcilers will serve (their custom
 // resources are cached whole, see cacheOptions).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
-	metricsOpts := metricsserving.Options(opts.MetricsBindAddress, opts.MetricsSecure, opts.EnableHTTP2)
-
-	o := ctrl.Options{
-		Scheme:                        NewScheme(),
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		PprofBindAddress:              opts.PprofBindAddress,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
-		// Below the Pod's termination grace period; see shutdown.go.
-		GracefulShutdownTimeout: ptr.To(DefaultGracefulShutdownTimeout),
-		Cache:                   cacheOptions(opts.WatchNamespaces, watchedKinds(ws)),
-	}
-	opts.LeaderElectionTiming.Apply(&o)
+	o := opts.Options.ManagerOptions(NewScheme())
+	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws))
 	return o
 }
 
@@ -66,12 +45,6 @@ func CacheNamespaces(namespaces []string) map[string]cache.Config {
 	return out
 }
 
-// NewManager creates the controller-runtime manager with health and
-// readiness checks, but without any reconciler (see SetupReconcilers).
-func NewManager(cfg *rest.Config, opts Options, ws []watches.Watch) (ctrl.Manager, error) {
-	return newManager(cfg, ManagerOptions(opts, ws))
-}
-
 // watchedKinds are the custom resource kinds of ws.
 func watchedKinds(ws []watches.Watch) []schema.GroupVersionKind {
 	kinds := make([]schema.GroupVersionKind, 0, len(ws))
@@ -79,19 +52,4 @@ func watchedKinds(ws []watches.Watch) []schema.GroupVersionKind {
 		kinds = append(kinds, w.GroupVersionKind)
 	}
 	return kinds
-}
-
-// newManager is NewManager with the manager options given.
-func newManager(cfg *rest.Config, mo ctrl.Options) (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(cfg, mo)
-	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("add readiness check: %w", err)
-	}
-	return mgr, nil
 }

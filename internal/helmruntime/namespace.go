@@ -43,11 +43,12 @@ func ReleaseNamespaceMapper(clusterScoped bool, releaseNamespace string) helmcli
 	}
 }
 
-// newActionClientGetter builds the Helm action client getter of one kind.
-// Both the release storage (Helm's release Secrets) and the Kubernetes client
-// Helm installs with use the namespace chosen by nsFor, and the returned
-// action clients force that namespace on Install and Upgrade as well.
-func newActionClientGetter(cfg *rest.Config, mapper meta.RESTMapper, nsFor helmclient.ObjectToStringMapper) (helmclient.ActionClientGetter, error) {
+// newLibraryGetter builds the library's action client getter of one kind,
+// the bottom of its action path. Both the release storage (Helm's release
+// Secrets) and the Kubernetes client Helm installs with use the namespace
+// chosen by nsFor; the API server's capabilities come from caps, shared by
+// the kind's releases.
+func newLibraryGetter(cfg *rest.Config, mapper meta.RESTMapper, nsFor helmclient.ObjectToStringMapper, caps *capabilitiesCache) (helmclient.ActionClientGetter, error) {
 	configGetter, err := helmclient.NewActionConfigGetter(cfg, mapper,
 		helmclient.ClientNamespaceMapper(nsFor),
 		helmclient.StorageDriverMapper(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
@@ -57,15 +58,11 @@ func newActionClientGetter(cfg *rest.Config, mapper meta.RESTMapper, nsFor helmc
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action config getter: %w", err)
 	}
-	caps := newCapabilitiesCache(CapabilitiesMaxAge)
 	clientGetter, err := helmclient.NewActionClientGetter(withSharedCapabilities(configGetter, caps), serverSideValidation()...)
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
 	}
-	return &namespacedActionClientGetter{
-		inner: &capabilitiesActionClientGetter{inner: clientGetter, cache: caps},
-		nsFor: nsFor,
-	}, nil
+	return clientGetter, nil
 }
 
 // serverSideValidation are the action client options that leave the
@@ -95,46 +92,33 @@ func serverSideValidation() []helmclient.ActionClientGetterOption {
 	}
 }
 
-// namespacedActionClientGetter wraps an ActionClientGetter so that the
-// action clients it returns install and upgrade releases in the namespace
-// chosen by nsFor. The library's reconciler passes obj.GetNamespace() to
-// Install and Upgrade, which is "" for cluster-scoped custom resources;
+// installInReleaseNamespace is the layer that makes installs and upgrades
+// target the release namespace. The library's reconciler passes
+// obj.GetNamespace(), which is "" for cluster-scoped custom resources;
 // Helm would then render .Release.Namespace as "" and record the release
 // with an empty namespace.
-type namespacedActionClientGetter struct {
-	inner helmclient.ActionClientGetter
-	nsFor helmclient.ObjectToStringMapper
+func installInReleaseNamespace(_ context.Context, t target, below actionClient) (actionClient, error) {
+	return &namespacedActionClient{actionClient: below, namespace: t.namespace}, nil
 }
 
-var _ helmclient.ActionClientGetter = (*namespacedActionClientGetter)(nil)
-
-// ActionClientFor returns the action client of obj, bound to its release
-// namespace.
-func (g *namespacedActionClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-	ns, err := g.nsFor(obj)
-	if err != nil {
-		return nil, fmt.Errorf("map release namespace: %w", err)
-	}
-	ac, err := g.inner.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	return &namespacedActionClient{ActionInterface: ac, namespace: ns}, nil
-}
-
-// namespacedActionClient is an ActionInterface whose Install and Upgrade
+// namespacedActionClient is an action client whose installs and upgrades
 // always target one namespace, whatever namespace the caller passes.
 type namespacedActionClient struct {
-	helmclient.ActionInterface
+	actionClient
 	namespace string
 }
 
 // Install installs the release in the bound namespace.
 func (c *namespacedActionClient) Install(name, _ string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
-	return c.ActionInterface.Install(name, c.namespace, chrt, vals, opts...)
+	return c.actionClient.Install(name, c.namespace, chrt, vals, opts...)
+}
+
+// DryRunUpgrade renders the upgrade in the bound namespace.
+func (c *namespacedActionClient) DryRunUpgrade(name, _ string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	return c.actionClient.DryRunUpgrade(name, c.namespace, chrt, vals, opts...)
 }
 
 // Upgrade upgrades the release in the bound namespace.
 func (c *namespacedActionClient) Upgrade(name, _ string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	return c.ActionInterface.Upgrade(name, c.namespace, chrt, vals, opts...)
+	return c.actionClient.Upgrade(name, c.namespace, chrt, vals, opts...)
 }

@@ -103,7 +103,7 @@ func (r *recordingActionClient) Upgrade(name, ns string, _ *chart.Chart, _ map[s
 	return &release.Release{Name: name, Namespace: ns, Manifest: r.manifest}, nil
 }
 
-func TestNamespacedActionClientGetter(t *testing.T) {
+func TestInstallInReleaseNamespace(t *testing.T) {
 	g := NewWithT(t)
 	rec := &recordingActionClient{}
 	inner := helmclient.ActionClientGetterFunc(func(context.Context, client.Object) (helmclient.ActionInterface, error) {
@@ -111,7 +111,7 @@ func TestNamespacedActionClientGetter(t *testing.T) {
 	})
 
 	// Cluster-scoped: the reconciler passes obj.GetNamespace() == "".
-	getter := &namespacedActionClientGetter{inner: inner, nsFor: ReleaseNamespaceMapper(true, "releases")}
+	getter := &layeredGetter{base: inner, nsFor: ReleaseNamespaceMapper(true, "releases"), layers: []layer{installInReleaseNamespace}}
 	tenant := newObject(tenantGVK, "", "acme")
 	ac, err := getter.ActionClientFor(t.Context(), tenant)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -126,7 +126,7 @@ func TestNamespacedActionClientGetter(t *testing.T) {
 	g.Expect(rec.upgradeNS).To(Equal("releases"))
 
 	// Namespaced: the custom resource's namespace is kept.
-	getter = &namespacedActionClientGetter{inner: inner, nsFor: ReleaseNamespaceMapper(false, "releases")}
+	getter = &layeredGetter{base: inner, nsFor: ReleaseNamespaceMapper(false, "releases"), layers: []layer{installInReleaseNamespace}}
 	widget := newObject(widgetGVK, "team-a", "web")
 	ac, err = getter.ActionClientFor(t.Context(), widget)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -140,8 +140,9 @@ func TestNamespacedActionClientGetter(t *testing.T) {
 
 	// Errors of the wrapped getter are returned as they are.
 	boom := errors.New("boom")
-	getter = &namespacedActionClientGetter{
-		inner: helmclient.ActionClientGetterFunc(func(context.Context, client.Object) (helmclient.ActionInterface, error) {
+	getter = &layeredGetter{
+		layers: []layer{installInReleaseNamespace},
+		base: helmclient.ActionClientGetterFunc(func(context.Context, client.Object) (helmclient.ActionInterface, error) {
 			return nil, boom
 		}),
 		nsFor: ReleaseNamespaceMapper(true, "releases"),

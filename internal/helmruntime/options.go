@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-
-	"github.com/acme/platform-operator/internal/leaderelection"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 const (
@@ -55,32 +55,9 @@ type Options struct {
 	// WatchesFile is the path of the watches file mapping kinds to charts.
 	WatchesFile string
 
-	// LeaderElect enables leader election, so that only one replica reconciles.
-	LeaderElect bool
-	// LeaderElectionID is the name of the leader election Lease.
-	LeaderElectionID string
-	// LeaderElectionNamespace is the namespace of the leader election Lease;
-	// empty means the namespace the operator runs in.
-	LeaderElectionNamespace string
-	// LeaderElectionTiming sets the Lease duration, renew deadline and
-	// retry period, and with them how fast a standby takes over.
-	LeaderElectionTiming leaderelection.Timing
-
-	// MetricsBindAddress is the address of the metrics endpoint; "0" disables it.
-	MetricsBindAddress string
-	// MetricsSecure serves metrics over HTTPS, guarded by Kubernetes
-	// authentication and authorization (TokenReview/SubjectAccessReview).
-	// When false, metrics are served over plain HTTP without any check.
-	MetricsSecure bool
-	// EnableHTTP2 allows HTTP/2 on the metrics server. It is off by default to
-	// avoid the HTTP/2 stream cancellation and rapid reset vulnerabilities.
-	EnableHTTP2 bool
-	// HealthProbeBindAddress is the address of /healthz and /readyz; "0"
-	// disables it.
-	HealthProbeBindAddress string
-	// PprofBindAddress is the address of Go's /debug/pprof endpoints; "0"
-	// (the default) disables them.
-	PprofBindAddress string
+	// Options are the settings every manager of the operator has:
+	// leader election, metrics, health probes, pprof.
+	managersetup.Options
 
 	// ReconcilePeriod is the resync period used for watches that set no
 	// reconcilePeriod of their own.
@@ -122,12 +99,7 @@ func DefaultMaxConcurrentReconciles() int {
 func DefaultOptions() Options {
 	return Options{
 		WatchesFile:             DefaultWatchesFile,
-		LeaderElectionID:        DefaultLeaderElectionID,
-		LeaderElectionTiming:    leaderelection.DefaultTiming(),
-		MetricsBindAddress:      DefaultMetricsBindAddress,
-		MetricsSecure:           true,
-		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
-		PprofBindAddress:        "0",
+		Options:                 managersetup.Defaults(DefaultLeaderElectionID, DefaultMetricsBindAddress, DefaultHealthProbeBindAddress),
 		ReconcilePeriod:         DefaultReconcilePeriod,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles(),
 		MaxReleaseHistory:       DefaultMaxReleaseHistory,
@@ -139,23 +111,7 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchesFile, "watches-file", o.WatchesFile,
 		"Path to the watches file that maps custom resource kinds to Helm charts.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
-		"Enable leader election, so that only one replica of the operator is active.")
-	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID,
-		"Name of the Lease used for leader election.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
-		"Namespace of the leader election Lease (default: the namespace the operator runs in).")
-	o.LeaderElectionTiming.BindFlags(fs)
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
-		"Address the metrics endpoint binds to; \"0\" disables it.")
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
-		"Serve metrics over HTTPS with Kubernetes authentication and authorization; false serves plain HTTP.")
-	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
-		"Allow HTTP/2 on the metrics server.")
-	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
-		"Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
-	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
-		"Address Go's /debug/pprof endpoints bind to (unauthenticated: keep it on loopback); \"0\" disables them.")
+	o.Options.BindFlags(fs, "operator")
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", o.ReconcilePeriod,
 		"Resync period of releases whose watch sets no reconcilePeriod.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
@@ -200,10 +156,7 @@ func (o *Options) Validate() error {
 	if o.WatchesFile == "" {
 		errs = append(errs, errors.New("watches file must not be empty"))
 	}
-	if o.LeaderElect && o.LeaderElectionID == "" {
-		errs = append(errs, errors.New("leader election ID must not be empty when leader election is enabled"))
-	}
-	if err := o.LeaderElectionTiming.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.ReconcilePeriod < 0 {
@@ -258,4 +211,12 @@ func ParseWatchNamespaces(value string) []string {
 		out = append(out, ns)
 	}
 	return out
+}
+
+// logger returns the configured logger, or controller-runtime's global one.
+func (o *Options) logger() logr.Logger {
+	if o.Log.GetSink() != nil {
+		return o.Log
+	}
+	return ctrl.Log.WithName("helmruntime")
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/acme/platform-operator/internal/leaderelection"
+	"github.com/acme/platform-operator/internal/managersetup"
 )
 
 // fakeEnv builds an Env from a map of variables and a map of files.
@@ -82,18 +83,20 @@ func TestBindFlags(t *testing.T) {
 		})).To(Succeed())
 
 		g.Expect(o).To(Equal(Options{
-			WatchesFile:             "/etc/operator/watches.yaml",
-			LeaderElect:             true,
-			LeaderElectionID:        "other-id",
-			LeaderElectionNamespace: "ops",
-			LeaderElectionTiming: leaderelection.Timing{
-				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second,
+			WatchesFile: "/etc/operator/watches.yaml",
+			Options: managersetup.Options{
+				LeaderElect:             true,
+				LeaderElectionID:        "other-id",
+				LeaderElectionNamespace: "ops",
+				LeaderElectionTiming: leaderelection.Timing{
+					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second,
+				},
+				MetricsBindAddress:     "0",
+				MetricsSecure:          false,
+				EnableHTTP2:            true,
+				HealthProbeBindAddress: ":9090",
+				PprofBindAddress:       "127.0.0.1:6060",
 			},
-			MetricsBindAddress:      "0",
-			MetricsSecure:           false,
-			EnableHTTP2:             true,
-			HealthProbeBindAddress:  ":9090",
-			PprofBindAddress:        "127.0.0.1:6060",
 			ReconcilePeriod:         30 * time.Second,
 			MaxConcurrentReconciles: 7,
 			MaxReleaseHistory:       0,

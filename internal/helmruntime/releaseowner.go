@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"sync"
 
-	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -18,17 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // A Helm release has exactly one owner.
@@ -194,56 +183,23 @@ func (e *InvalidReleaseNameError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-// releaseOwnership builds the ownership layer of one kind.
-type releaseOwnership struct {
-	inner    helmclient.ActionClientGetter
-	nsFor    helmclient.ObjectToStringMapper
-	refusals *refusals
-	// secrets reads release storage Secrets from the API server, for
-	// releases stored before owner labels existed.
-	secrets  client.Reader
-	recorder record.EventRecorder
-	log      logr.Logger
-}
-
-var _ helmclient.ActionClientGetter = (*releaseOwnership)(nil)
-
-func withReleaseOwnership(acg helmclient.ActionClientGetter, nsFor helmclient.ObjectToStringMapper, refused *refusals, secrets client.Reader, recorder record.EventRecorder, log logr.Logger) helmclient.ActionClientGetter {
-	return &releaseOwnership{inner: acg, nsFor: nsFor, refusals: refused, secrets: secrets, recorder: recorder, log: log}
-}
-
-// ActionClientFor returns obj's action client, which only acts on a
-// release obj owns.
-func (g *releaseOwnership) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-	ns, err := g.nsFor(obj)
-	if err != nil {
-		return nil, fmt.Errorf("map release namespace: %w", err)
-	}
-	ac, err := g.inner.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	return &ownedActionClient{ActionInterface: ac, g: g, ctx: ctx, obj: obj, owner: ownerOf(obj), namespace: ns}, nil
+// ownership is the layer that keeps a release to its one owner: a
+// release of another resource, or one installed by hand, is never read,
+// changed or uninstalled by this resource's reconciles (see above).
+func (k *kindRuntime) ownership(ctx context.Context, t target, below actionClient) (actionClient, error) {
+	return &ownedActionClient{actionClient: below, k: k, ctx: ctx, obj: t.obj, owner: ownerOf(t.obj), namespace: t.namespace}, nil
 }
 
 // ownedActionClient is the action client of one reconcile of one resource.
+// It judges the owner of the release on every call, from the release the
+// memo below it read once.
 type ownedActionClient struct {
-	helmclient.ActionInterface
-	g         *releaseOwnership
+	actionClient
+	k         *kindRuntime
 	ctx       context.Context
 	obj       client.Object
 	owner     releaseOwner
 	namespace string
-
-	// The verdict of the last check, until an action changes the release.
-	mu      sync.Mutex
-	checked map[string]checkResult
-}
-
-type checkResult struct {
-	rel      *release.Release
-	verdict  verdict
-	conflict *ReleaseConflictError
 }
 
 // verdict is what the ownership check found.
@@ -255,39 +211,12 @@ const (
 	foreign
 )
 
-// check judges who owns the release of name, once per reconcile until an
-// action of this client changes the release. A conflict comes with the
-// error that names the owner.
-func (c *ownedActionClient) check(name string) (*release.Release, verdict, *ReleaseConflictError, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, ok := c.checked[name]; ok {
-		return r.rel, r.verdict, r.conflict, nil
-	}
-	rel, v, conflict, err := c.judgeLatest(name)
-	if err != nil {
-		return nil, noRelease, nil, err
-	}
-	if c.checked == nil {
-		c.checked = map[string]checkResult{}
-	}
-	c.checked[name] = checkResult{rel: rel, verdict: v, conflict: conflict}
-	return rel, v, conflict, nil
-}
-
-// changed forgets the verdict on name: an action is about to change it.
-func (c *ownedActionClient) changed(name string) {
-	c.mu.Lock()
-	delete(c.checked, name)
-	c.mu.Unlock()
-}
-
 // judgeLatest reads the latest revision of name and judges who owns it.
 func (c *ownedActionClient) judgeLatest(name string) (*release.Release, verdict, *ReleaseConflictError, error) {
 	if chartutil.ValidateReleaseName(name) != nil {
 		return nil, noRelease, nil, nil
 	}
-	rel, err := c.ActionInterface.Get(name)
+	rel, err := c.actionClient.Get(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, noRelease, nil, nil
 	}
@@ -321,8 +250,8 @@ func (c *ownedActionClient) judge(rel *release.Release, rec releaseOwner) (*rele
 	if rec.UID != "" && c.owner.UID != "" && rec.UID != c.owner.UID {
 		msg := fmt.Sprintf("release %s in namespace %s was owned by a %s with UID %s, which no longer exists; adopted it",
 			rel.Name, c.namespace, rec, rec.UID)
-		c.g.log.Info("Adopting a release whose owner was deleted", "release", c.namespace+"/"+rel.Name, "previousUID", string(rec.UID), "uid", string(c.owner.UID))
-		c.g.recorder.Event(c.obj, corev1.EventTypeNormal, ReasonReleaseAdopted, msg)
+		c.k.log.Info("Adopting a release whose owner was deleted", "release", c.namespace+"/"+rel.Name, "previousUID", string(rec.UID), "uid", string(c.owner.UID))
+		c.k.recorder.Event(c.obj, corev1.EventTypeNormal, ReasonReleaseAdopted, msg)
 		rel = c.recordOwner(rel)
 	}
 	return rel, owned, nil, nil
@@ -338,7 +267,7 @@ func (c *ownedActionClient) storageOwner(rel *release.Release) (releaseOwner, bo
 	var s metav1.PartialObjectMetadata
 	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	key := client.ObjectKey{Namespace: c.namespace, Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)}
-	if err := c.g.secrets.Get(c.ctx, key, &s); err != nil {
+	if err := c.k.apiReader.Get(c.ctx, key, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Not stored as a Secret of the Secrets driver: not ours.
 			return releaseOwner{}, false, nil
@@ -368,42 +297,32 @@ func (c *ownedActionClient) storageOwner(rel *release.Release) (releaseOwner, bo
 // without a new revision. A failure is logged: the next reconcile judges
 // the release again.
 func (c *ownedActionClient) recordOwner(rel *release.Release) *release.Release {
-	cfg := c.Config()
-	if cfg == nil || cfg.Releases == nil {
-		return rel
+	updated, err := relabel(c.Config(), rel, c.owner.labels())
+	if err != nil {
+		c.k.log.Info("Could not record the owner on the release", "release", c.namespace+"/"+rel.Name, "error", err.Error())
 	}
-	updated := *rel
-	updated.Labels = maps.Clone(rel.Labels)
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	maps.Copy(updated.Labels, c.owner.labels())
-	if err := cfg.Releases.Update(&updated); err != nil {
-		c.g.log.Info("Could not record the owner on the release", "release", c.namespace+"/"+rel.Name, "error", err.Error())
-		return rel
-	}
-	return &updated
+	return updated
 }
 
 // refuse reports a conflict and returns it as the action's error.
 func (c *ownedActionClient) refuse(conflict *ReleaseConflictError) error {
-	c.g.log.Info("Release belongs to another resource; not touching it", "release", c.namespace+"/"+conflict.Release, "error", conflict.Error())
-	c.g.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonReleaseNameConflict, conflict.Error())
-	c.g.refusals.refused(c.obj.GetUID(), ReasonReleaseNameConflict, conflict.Error())
+	c.k.log.Info("Release belongs to another resource; not touching it", "release", c.namespace+"/"+conflict.Release, "error", conflict.Error())
+	c.k.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonReleaseNameConflict, conflict.Error())
+	c.k.refusals.refused(c.obj.GetUID(), ReasonReleaseNameConflict, conflict.Error())
 	return conflict
 }
 
 // Get returns the release of name when this resource owns it, and reports
 // no release otherwise.
 func (c *ownedActionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
-	rel, v, _, err := c.check(name)
+	rel, v, _, err := c.judgeLatest(name)
 	switch {
 	case err != nil:
 		return nil, err
 	case v != owned:
 		return nil, driver.ErrReleaseNotFound
 	case len(opts) > 0: // a specific revision
-		return c.ActionInterface.Get(name, opts...)
+		return c.actionClient.Get(name, opts...)
 	}
 	return rel, nil
 }
@@ -413,7 +332,7 @@ func (c *ownedActionClient) History(name string, opts ...helmclient.HistoryOptio
 	if _, err := c.Get(name); err != nil {
 		return nil, err
 	}
-	return c.ActionInterface.History(name, opts...)
+	return c.actionClient.History(name, opts...)
 }
 
 // Install installs the release with this resource recorded as its owner,
@@ -421,75 +340,77 @@ func (c *ownedActionClient) History(name string, opts ...helmclient.HistoryOptio
 func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		invalid := &InvalidReleaseNameError{Name: name, Kind: c.owner.GroupKind.Kind, Err: err}
-		c.g.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonInvalidReleaseName, invalid.Error())
-		c.g.refusals.refused(c.obj.GetUID(), ReasonInvalidReleaseName, invalid.Error())
+		c.k.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonInvalidReleaseName, invalid.Error())
+		c.k.refusals.refused(c.obj.GetUID(), ReasonInvalidReleaseName, invalid.Error())
 		return nil, invalid
 	}
-	_, v, conflict, err := c.check(name)
+	_, v, conflict, err := c.judgeLatest(name)
 	if err != nil {
 		return nil, err
 	}
 	if v == foreign {
 		return nil, c.refuse(conflict)
 	}
-	c.changed(name)
-	c.g.refusals.forget(c.obj.GetUID())
+	c.k.refusals.forget(c.obj.GetUID())
 	labels := c.owner.labels()
 	opts = append(opts, func(i *action.Install) error {
 		i.Labels = mergeLabels(i.Labels, labels)
 		return nil
 	})
-	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	return c.actionClient.Install(name, namespace, chrt, vals, opts...)
 }
 
-// Upgrade upgrades (or dry-runs) the release when this resource owns it.
+// Upgrade upgrades the release when this resource owns it.
 func (c *ownedActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	_, v, conflict, err := c.check(name)
-	if err != nil {
+	if err := c.mayChange(name); err != nil {
 		return nil, err
+	}
+	return c.actionClient.Upgrade(name, namespace, chrt, vals, append(opts, c.labelUpgrade)...)
+}
+
+// DryRunUpgrade renders the upgrade when this resource owns the release.
+func (c *ownedActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	if err := c.mayChange(name); err != nil {
+		return nil, err
+	}
+	return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, append(opts, c.labelUpgrade)...)
+}
+
+// mayChange refuses an upgrade of a release this resource does not own.
+func (c *ownedActionClient) mayChange(name string) error {
+	_, v, conflict, err := c.judgeLatest(name)
+	if err != nil {
+		return err
 	}
 	if v == foreign {
-		return nil, c.refuse(conflict)
+		return c.refuse(conflict)
 	}
-	if dry, err := isDryRun(opts); err != nil {
-		return nil, err
-	} else if !dry {
-		c.changed(name)
-	}
-	c.g.refusals.forget(c.obj.GetUID())
-	labels := c.owner.labels()
-	opts = append(opts, func(u *action.Upgrade) error {
-		u.Labels = mergeLabels(u.Labels, labels)
-		return nil
-	})
-	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	c.k.refusals.forget(c.obj.GetUID())
+	return nil
+}
+
+// labelUpgrade records this resource as the owner on the new revision.
+func (c *ownedActionClient) labelUpgrade(u *action.Upgrade) error {
+	u.Labels = mergeLabels(u.Labels, c.owner.labels())
+	return nil
 }
 
 // Uninstall uninstalls the release when this resource owns it; a release
 // of another owner, or none, is reported as not found, so that the library
 // removes its finalizer without touching anything.
 func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
-	_, v, conflict, err := c.check(name)
+	_, v, conflict, err := c.judgeLatest(name)
 	if err != nil {
 		return nil, err
 	}
 	if v == foreign {
-		c.g.log.Info("Release belongs to another resource; leaving it installed", "release", c.namespace+"/"+name, "owner", conflict.Error())
+		c.k.log.Info("Release belongs to another resource; leaving it installed", "release", c.namespace+"/"+name, "owner", conflict.Error())
 	}
-	c.g.refusals.forget(c.obj.GetUID())
+	c.k.refusals.forget(c.obj.GetUID())
 	if v != owned {
 		return nil, driver.ErrReleaseNotFound
 	}
-	c.changed(name)
-	return c.ActionInterface.Uninstall(name, opts...)
-}
-
-// mergeLabels returns a copy of labels with add set.
-func mergeLabels(labels, add map[string]string) map[string]string {
-	out := make(map[string]string, len(labels)+len(add))
-	maps.Copy(out, labels)
-	maps.Copy(out, add)
-	return out
+	return c.actionClient.Uninstall(name, opts...)
 }
 
 // refusedByOwnership reports whether err is the ownership layer's refusal,
@@ -498,124 +419,4 @@ func refusedByOwnership(err error) bool {
 	var conflict *ReleaseConflictError
 	var invalid *InvalidReleaseNameError
 	return errors.As(err, &conflict) || errors.As(err, &invalid)
-}
-
-// releaseDeletionWatch reconciles a resource of kind gvk again when a
-// release of its name is deleted from its release namespace: a resource
-// refused because another owner held the name then installs its own.
-// Revisions of this kind's own releases (pruned history, uninstalls) wake
-// nothing: a release of this kind can only belong to the resource of its
-// name, which needs no wake-up for it.
-func releaseDeletionWatch(c cache.Cache, gvk schema.GroupVersionKind, clusterScoped bool, releaseNamespace string) reconciler.ControllerSetupFunc {
-	toRequest := func(_ context.Context, obj client.Object) []reconcile.Request {
-		name := obj.GetLabels()["name"]
-		if name == "" {
-			return nil
-		}
-		if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == gvk.Kind && ref.APIVersion == gvk.GroupVersion().String() {
-			return nil
-		}
-		if !clusterScoped {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
-		}
-		if obj.GetNamespace() != releaseNamespace {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
-	}
-	deletedRelease := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			s, ok := e.Object.(*corev1.Secret)
-			return ok && s.Type == helmReleaseSecretType && s.Labels["owner"] == "helm"
-		},
-	}
-	return func(ctrl reconciler.ControllerSetup) error {
-		if err := ctrl.Watch(source.Kind[client.Object](c, &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(toRequest), deletedRelease)); err != nil {
-			return fmt.Errorf("watch deleted releases for %s: %w", gvk.Kind, err)
-		}
-		return nil
-	}
-}
-
-// refusals remembers the last refusal of the ownership layer per resource,
-// so that the status the library writes carries the refusal's reason
-// (ReleaseNameConflict, InvalidReleaseName) instead of its generic
-// InstallError and ReconcileError: the library sets reasons of its own and
-// takes only the message from an action's error. An entry lives until the
-// resource's next action goes ahead (or its deletion).
-type refusals struct {
-	mu sync.Mutex
-	m  map[types.UID]refusal
-}
-
-type refusal struct{ reason, message string }
-
-func newRefusals() *refusals { return &refusals{m: map[types.UID]refusal{}} }
-
-func (r *refusals) refused(uid types.UID, reason, message string) {
-	r.mu.Lock()
-	r.m[uid] = refusal{reason: reason, message: message}
-	r.mu.Unlock()
-}
-
-func (r *refusals) forget(uid types.UID) {
-	r.mu.Lock()
-	delete(r.m, uid)
-	r.mu.Unlock()
-}
-
-// refusalReasonsClient is the reconciler's client: the status it writes
-// gets the reason of the ownership layer's refusal on the conditions that
-// report it.
-type refusalReasonsClient struct {
-	client.Client
-	refusals *refusals
-}
-
-func withRefusalReasons(c client.Client, r *refusals) client.Client {
-	return &refusalReasonsClient{Client: c, refusals: r}
-}
-
-func (c *refusalReasonsClient) Status() client.SubResourceWriter {
-	return &refusalReasonsWriter{SubResourceWriter: c.Client.Status(), refusals: c.refusals}
-}
-
-type refusalReasonsWriter struct {
-	client.SubResourceWriter
-	refusals *refusals
-}
-
-// Update writes obj's status with refusal reasons.
-func (w *refusalReasonsWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	w.refusals.apply(obj)
-	return w.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-// apply sets the refusal's reason on the True ReleaseFailed and
-// Irreconcilable conditions of obj whose message is the refusal's.
-func (r *refusals) apply(obj client.Object) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	r.mu.Lock()
-	ref, ok := r.m[obj.GetUID()]
-	r.mu.Unlock()
-	if !ok {
-		return
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]interface{})
-		if !ok || m["status"] != string(corev1.ConditionTrue) || m["message"] != ref.message {
-			continue
-		}
-		if m["type"] == "ReleaseFailed" || m["type"] == "Irreconcilable" {
-			m["reason"] = ref.reason
-		}
-	}
-	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
 }

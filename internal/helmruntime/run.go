@@ -2,15 +2,28 @@ package helmruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/supervisor"
 )
 
-// Run loads the watches file, builds the manager and one reconciler per
-// watch, and runs them until ctx is cancelled. opts must be completed (see
-// Options.Complete). A clean shutdown returns nil.
+// Run runs the operator until ctx is done: it loads the watches file named
+// by opts and runs one manager with a Helm reconciler per entry. When the
+// manager stops on its own (a lost leader lease, say) a new one is built
+// and started (see supervisor.Run).
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
@@ -24,9 +37,106 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if len(ws) == 0 {
 		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
 	}
+	rt, err := newRuntime(opts, ws, ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
+}
 
-	// Survives lost leadership and API server outages (see supervise.go).
-	return runManagers(ctx, cfg, opts, ws, log)
+// runtimeState is the state of one operator process. Run builds it once; the
+// managers the supervisor builds one after the other share it.
+type runtimeState struct {
+	opts    Options
+	watches []watches.Watch
+	log     logr.Logger
+	// activity outlives each manager, so that an action of a stopped
+	// manager that still runs stays protected from unlocking.
+	activity *releaseActivity
+	// dryRuns counts the library's dry-run upgrades (digest.go).
+	dryRuns *prometheus.CounterVec
+	// staleAfter and hookTimeout bound what the action path waits for
+	// (pending.go, shutdown.go).
+	staleAfter  time.Duration
+	hookTimeout time.Duration
+}
+
+// newRuntime builds the runtime's state and registers its metrics with reg.
+func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*runtimeState, error) {
+	dryRuns := newDryRunCounter()
+	if err := reg.Register(dryRuns); err != nil {
+		// A second runtime in one process (tests) counts on the first's.
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		dryRuns = already.ExistingCollector.(*prometheus.CounterVec)
+	}
+	return &runtimeState{
+		opts:        opts,
+		watches:     ws,
+		log:         opts.logger(),
+		activity:    newReleaseActivity(clock.RealClock{}),
+		dryRuns:     dryRuns,
+		staleAfter:  DefaultStalePendingTimeout,
+		hookTimeout: DefaultHookTimeout,
+	}, nil
+}
+
+// manager returns the function that builds and sets up the run-th manager.
+func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, error) {
+	return func(run int) (ctrl.Manager, error) {
+		mo := ManagerOptions(rt.opts, rt.watches)
+		if run > 0 { // the controllers of the stopped manager keep their names
+			mo.Controller.SkipNameValidation = ptr.To(true)
+		}
+		mgr, err := managersetup.New(cfg, mo)
+		if err != nil {
+			return nil, err
+		}
+		if err := rt.setupManager(mgr); err != nil {
+			return mgr, err
+		}
+		rt.log.Info("Manager set up",
+			"watchesFile", rt.opts.WatchesFile,
+			"watches", len(rt.watches),
+			"watchNamespaces", describeNamespaces(rt.opts.WatchNamespaces),
+			"releaseNamespace", rt.opts.ReleaseNamespace,
+			"leaderElect", rt.opts.LeaderElect,
+			"metricsBindAddress", rt.opts.MetricsBindAddress,
+			"metricsSecure", rt.opts.MetricsSecure,
+			"healthProbeBindAddress", rt.opts.HealthProbeBindAddress,
+			"run", run,
+		)
+		return mgr, nil
+	}
+}
+
+// setupManager registers one Helm reconciler per watches.yaml entry with
+// mgr, and notes in the release activity when mgr becomes the leader. Each
+// entry is resolved against the operator-wide defaults (see ResolveWatch)
+// and its scope is looked up through the manager's RESTMapper, so the CRD
+// of every kind must already be installed.
+func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
+	resolved, err := ResolveWatches(rt.watches, rt.opts.WatchDefaults())
+	if err != nil {
+		return err
+	}
+	// A leader-election runnable: it starts when mgr leads.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		rt.activity.elected()
+		<-ctx.Done()
+		return nil
+	}))
+	if err != nil {
+		return fmt.Errorf("register leader election observer: %w", err)
+	}
+	for _, rw := range resolved {
+		if err := rt.setupKind(mgr, rw); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // describeNamespaces renders the watched namespaces for logs.

@@ -16,12 +16,6 @@ import (
 // default.
 const DefaultHookTimeout = 5 * time.Minute
 
-// DefaultGracefulShutdownTimeout is how long the manager waits for running
-// reconciles after SIGTERM. It is below the Pod's 30 s
-// terminationGracePeriodSeconds, so that the process releases its leader
-// lease and exits before the kubelet kills it.
-const DefaultGracefulShutdownTimeout = 20 * time.Second
-
 // interruptibleKubeClient is Helm's Kubernetes client with waits that end
 // when ctx ends. ctx is the reconcile's context, which controller-runtime
 // cancels when the manager shuts down (SIGTERM) or loses its leadership.
@@ -112,4 +106,13 @@ func (c *interruptibleKubeClient) WaitAndGetCompletedPodPhase(name string, timeo
 	default: // interrupted
 		return corev1.PodUnknown, err
 	}
+}
+
+// interruptibleWaits is the layer that makes Helm's waits of the action
+// end when the reconcile's context does (see interruptibleKubeClient).
+func (k *kindRuntime) interruptibleWaits(ctx context.Context, _ target, below actionClient) (actionClient, error) {
+	if cfg := below.Config(); cfg != nil {
+		cfg.KubeClient = interruptible(ctx, cfg.KubeClient, k.rt.hookTimeout)
+	}
+	return below, nil
 }

@@ -1,10 +1,9 @@
-package helmruntime
+package manifest
 
 import (
 	"fmt"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 )
 
@@ -19,55 +18,11 @@ const (
 	helmReleaseNSAnnotation   = "meta.helm.sh/release-namespace"
 )
 
-// Reconcile repairs drift from the release manifest, like the library, but
-// stamps the objects with Helm's ownership metadata first. The library
-// recreates a deleted object from the stored manifest alone, so the object
-// would lack that metadata until the next upgrade; a kept object in that
-// state blocks a later re-install of a release of the same name ("exists and
-// cannot be imported into the current release").
-func (c *namespacedActionClient) Reconcile(rel *release.Release) error {
-	if rel == nil {
-		return c.ActionInterface.Reconcile(rel)
-	}
-	ns := rel.Namespace
-	if ns == "" {
-		ns = c.namespace
-	}
-	manifest, err := WithOwnershipMetadata(rel.Manifest, rel.Name, ns)
-	if err != nil {
-		return fmt.Errorf("release %s: %w", rel.Name, err)
-	}
-	stamped := *rel
-	stamped.Manifest = manifest
-	return c.ActionInterface.Reconcile(&stamped)
-}
-
 // WithOwnershipMetadata returns manifest with Helm's ownership label and
 // annotations for release name in namespace set on every object (the items
 // of a List included).
 func WithOwnershipMetadata(manifest, name, namespace string) (string, error) {
-	seps := documentSeparator.FindAllStringIndex(manifest, -1)
-	var b strings.Builder
-	start := 0
-	write := func(doc string) error {
-		out, err := stampDocument(doc, name, namespace)
-		if err != nil {
-			return err
-		}
-		b.WriteString(out)
-		return nil
-	}
-	for _, sep := range seps {
-		if err := write(manifest[start:sep[0]]); err != nil {
-			return "", err
-		}
-		b.WriteString(manifest[sep[0]:sep[1]])
-		start = sep[1]
-	}
-	if err := write(manifest[start:]); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return mapDocuments(manifest, func(doc string) (string, error) { return stampDocument(doc, name, namespace) })
 }
 
 // stampDocument stamps one manifest document; empty documents and

@@ -1,0 +1,157 @@
+package helmruntime
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// kindRuntime is one watches.yaml entry on one manager: the reconciler of
+// one kind, and what the layers of its action path share.
+type kindRuntime struct {
+	rt            *runtimeState
+	watch         ResolvedWatch
+	clusterScoped bool
+	// nsFor picks the namespace of a resource's Helm release.
+	nsFor helmclient.ObjectToStringMapper
+	// client writes the conditions the layers set; apiReader reads what
+	// the cache does not hold (release Secrets' owner references).
+	client    client.Client
+	apiReader client.Reader
+	// recorder records Events as the library's controller does.
+	recorder     record.EventRecorder
+	log          logr.Logger
+	refusals     *refusals
+	capabilities *capabilitiesCache
+	charts       *chartDigests
+}
+
+// setupKind builds the reconciler of one resolved watch and adds it to mgr.
+func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
+	clusterScoped, err := IsClusterScoped(mgr.GetRESTMapper(), rw.GVK)
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	// The library names its controller, and its event recorder, this way.
+	controllerName := fmt.Sprintf("%s-controller", strings.ToLower(rw.GVK.Kind))
+	k := &kindRuntime{
+		rt:            rt,
+		watch:         rw,
+		clusterScoped: clusterScoped,
+		nsFor:         ReleaseNamespaceMapper(clusterScoped, rt.opts.ReleaseNamespace),
+		client:        mgr.GetClient(),
+		apiReader:     mgr.GetAPIReader(),
+		recorder:      mgr.GetEventRecorderFor(controllerName),
+		log:           rt.log.WithValues("kind", rw.GVK.Kind),
+		refusals:      newRefusals(),
+		capabilities:  newCapabilitiesCache(CapabilitiesMaxAge),
+		charts:        &chartDigests{},
+	}
+	base, err := newLibraryGetter(mgr.GetConfig(), mgr.GetRESTMapper(), k.nsFor, k.capabilities)
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	opts, err := k.reconcilerOptions(mgr, actionPath(base, k))
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	r, err := reconciler.New(opts...)
+	if err != nil {
+		return fmt.Errorf("create reconciler for %s: %w", rw.GVK, err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
+	}
+	k.logConfigured()
+	return nil
+}
+
+// reconcilerOptions maps the resolved watch onto the library's reconciler
+// options, with the runtime's additions:
+//   - jittered per-resource resyncs (resync.go);
+//   - a resource refused for another's release retries when that release
+//     goes (refusals.go);
+//   - the reconciler's client redacts Secret values from the release
+//     manifest it writes into status (redact.go), and gives the conditions
+//     that report a refusal of the ownership layer that refusal's reason;
+//   - values the chart declares as generated are generated once and then
+//     kept for the life of the release (generated.go);
+//   - kept objects (helm.sh/resource-policy: keep) are watched, so that
+//     their drift is repaired at once (keepwatch.go).
+func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionClientGetter) ([]reconciler.Option, error) {
+	rw := k.watch
+	opts := []reconciler.Option{
+		reconciler.WithGroupVersionKind(rw.GVK),
+		reconciler.WithChart(*rw.Chart),
+		reconciler.WithOverrideValues(rw.OverrideValues),
+		reconciler.WithSelector(rw.Selector),
+		// The option says "skip", the watches field says "watch".
+		reconciler.SkipDependentWatches(!rw.WatchDependentResources),
+		reconciler.WithReconcilePeriod(rw.ReconcilePeriod),
+		reconciler.WithMaxConcurrentReconciles(rw.MaxConcurrentReconciles),
+		reconciler.WithMaxReleaseHistory(rw.MaxReleaseHistory),
+		reconciler.WithActionClientGetter(acg),
+		// The reconciler adds the kind and the object's key to every line.
+		reconciler.WithLog(k.rt.log.WithName("reconciler")),
+	}
+	resync, err := resyncOptions(mgr.GetCache(), rw)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, resync...)
+	opts = append(opts,
+		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
+		reconciler.WithClient(withRefusalReasons(NewRedactingClient(mgr.GetClient()), k.refusals)),
+	)
+	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))
+	if err != nil {
+		return nil, err
+	}
+	if translator != nil {
+		opts = append(opts, reconciler.WithValueTranslator(translator))
+	}
+	if rw.WatchDependentResources {
+		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())
+		opts = append(opts, reconciler.WithControllerSetupFunc(w.setController), reconciler.WithPostHook(w))
+	}
+	return opts, nil
+}
+
+// logConfigured logs the resolved configuration of the kind.
+func (k *kindRuntime) logConfigured() {
+	rw := k.watch
+	kv := []any{
+		"group", rw.GVK.Group, "version", rw.GVK.Version, "kind", rw.GVK.Kind,
+		"chart", rw.ChartPath,
+		"clusterScoped", k.clusterScoped,
+		"watchDependentResources", rw.WatchDependentResources,
+		"reconcilePeriod", rw.ReconcilePeriod.String(),
+		"maxConcurrentReconciles", rw.MaxConcurrentReconciles,
+		"maxReleaseHistory", rw.MaxReleaseHistory,
+		"overrideValues", len(rw.OverrideValues),
+		"selector", describeSelector(rw.Selector),
+	}
+	if k.clusterScoped {
+		kv = append(kv, "releaseNamespace", k.rt.opts.ReleaseNamespace)
+	}
+	k.rt.log.Info("Configured watch", kv...)
+}
+
+// describeSelector renders a label selector for logs.
+func describeSelector(sel metav1.LabelSelector) string {
+	s, err := metav1.LabelSelectorAsSelector(&sel)
+	if err != nil {
+		return "<invalid>"
+	}
+	if s.Empty() {
+		return "<all>"
+	}
+	return s.String()
+}
