@@ -74,7 +74,7 @@ test: test-unit test-integration test-e2e ## Run every test: unit, integration (
 
 .PHONY: test-unit
 test-unit: vet verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
-	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /internal/helmruntime)
+	go test -count=1 $$(go list ./... | grep -v -e /test/e2e)
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
