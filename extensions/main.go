@@ -4,7 +4,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
@@ -14,7 +13,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
@@ -34,12 +32,7 @@ func main() {
 	cronOpts := cronscaler.DefaultOptions()
 	cronOpts.BindFlags(pflag.CommandLine)
 
-	zapOpts := zap.Options{Development: false}
-	zapOpts.BindFlags(flag.CommandLine)
-	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
-	pflag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
+	log := managersetup.ParseFlags()
 	if err := opts.Validate(); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)

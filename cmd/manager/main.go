@@ -3,30 +3,21 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/managersetup"
 )
 
 func main() {
 	opts := helmruntime.DefaultOptions()
 	opts.BindFlags(pflag.CommandLine)
 
-	// Production (JSON) logs unless --zap-devel is given.
-	zapOpts := zap.Options{Development: false}
-	zapOpts.BindFlags(flag.CommandLine)
-	// flag.CommandLine also carries controller-runtime's --kubeconfig.
-	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
-	pflag.Parse()
-
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
+	log := managersetup.ParseFlags()
 
 	if err := opts.Complete(helmruntime.OSEnv()); err != nil {
 		log.Error(err, "Invalid options")

@@ -9,15 +9,18 @@ package managersetup
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/acme/platform-operator/internal/leaderelection"
 	"github.com/acme/platform-operator/internal/metricsserving"
@@ -142,4 +145,18 @@ func New(cfg *rest.Config, mo ctrl.Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
 	return mgr, nil
+}
+
+// ParseFlags parses the command line: the flags registered on
+// pflag.CommandLine so far, Go's flag.CommandLine (controller-runtime's
+// --kubeconfig) and the logging flags (--zap-devel, --zap-log-level, ...).
+// It sets controller-runtime's logger, JSON unless --zap-devel is given,
+// and returns the logger of the process's setup.
+func ParseFlags() logr.Logger {
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	return ctrl.Log.WithName("setup")
 }
