@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CapabilitiesMaxAge is how long the actions on one kind's releases share one view of
-// the API server's capabilities (its version and the API versions it
-// serves, .Capabilities in templates) before the next action fetches it
-// again.
+// CapabilitiesMaxAge is how long the actions on one kind's releases share
+// one view of the API server's capabilities (its version and the API
+// versions it serves, .Capabilities in templates) before the next action
+// fetches it again.
 //
 // Helm fetches it anew for every action, discovery cache invalidated: two
 // discovery documents and the version, per install, upgrade and dry-run.
