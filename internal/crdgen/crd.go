@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -90,7 +92,7 @@ func BuildCRD(k *Kind, spec *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.C
 							"status": {
 								Type:                   "object",
 								Description:            statusDescription,
-								XPreserveUnknownFields: ptrTo(true),
+								XPreserveUnknownFields: ptr.To(true),
 							},
 						},
 					},
@@ -125,7 +127,7 @@ func NameRule(l *NameLimit) apiextensionsv1.ValidationRule {
 		Rule:      rule,
 		Message:   msg + ": " + strings.TrimSpace(l.Reason),
 		FieldPath: ".metadata.name",
-		Reason:    ptrTo(apiextensionsv1.FieldValueInvalid),
+		Reason:    ptr.To(apiextensionsv1.FieldValueInvalid),
 	}
 }
 

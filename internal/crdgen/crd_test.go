@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -198,14 +200,14 @@ func TestNameRule(t *testing.T) {
 	}{
 		{
 			name:     "length and DNS-1035 label",
-			limit:    NameLimit{MaxLength: 49, DNS1035Label: ptrTo(true), Reason: "it names the release and a Service"},
+			limit:    NameLimit{MaxLength: 49, DNS1035Label: ptr.To(true), Reason: "it names the release and a Service"},
 			wantRule: `self.metadata.name.size() <= 49 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`,
 			wantMessage: "metadata.name must be at most 49 characters and a DNS-1035 label (lower-case letters, digits and '-', " +
 				"starting with a letter and ending with a letter or digit): it names the release and a Service",
 		},
 		{
 			name:        "length only",
-			limit:       NameLimit{MaxLength: 53, DNS1035Label: ptrTo(false), Reason: " it names the Helm release\n"},
+			limit:       NameLimit{MaxLength: 53, DNS1035Label: ptr.To(false), Reason: " it names the Helm release\n"},
 			wantRule:    `self.metadata.name.size() <= 53`,
 			wantMessage: "metadata.name must be at most 53 characters: it names the Helm release",
 		},

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -361,7 +363,7 @@ func (c *converter) finishObject(m map[string]any, path string, out *apiextensio
 		switch a := additional.(type) {
 		case bool:
 			if a {
-				out.XPreserveUnknownFields = ptrTo(true)
+				out.XPreserveUnknownFields = ptr.To(true)
 			}
 		case map[string]any:
 			if hasProps {
@@ -373,7 +375,7 @@ func (c *converter) finishObject(m map[string]any, path string, out *apiextensio
 			c.fail(p, "additionalProperties must be a boolean or a schema")
 		}
 	} else if !hasProps {
-		out.XPreserveUnknownFields = ptrTo(true)
+		out.XPreserveUnknownFields = ptr.To(true)
 	}
 
 	preserve := out.XPreserveUnknownFields != nil && *out.XPreserveUnknownFields
@@ -716,5 +718,3 @@ func firstDuplicate(ss []string) string {
 	}
 	return ""
 }
-
-func ptrTo[T any](v T) *T { return &v }

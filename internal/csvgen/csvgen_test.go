@@ -3,6 +3,8 @@ package csvgen
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -43,7 +45,7 @@ func TestOwnedDescriptors(t *testing.T) {
 					"image":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"tag": str}},
 					"labels":  {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &str}},
 				}},
-				"status": {Type: "object", XPreserveUnknownFields: ptr(true)},
+				"status": {Type: "object", XPreserveUnknownFields: ptr.To(true)},
 			},
 		}},
 	}}
@@ -79,5 +81,3 @@ func TestCSVBaseUpToDate(t *testing.T) {
 		t.Fatal("config/manifests/bases/platform-operator.clusterserviceversion.yaml is stale: run make manifests")
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -243,7 +245,7 @@ func TestNginxFullSample(t *testing.T) {
 	// The HPA owns the replica count: a scale by hand (as the HPA would do)
 	// is not reverted by the operator.
 	scaled := dep.DeepCopy()
-	scaled.Spec.Replicas = ptr(int32(4))
+	scaled.Spec.Replicas = ptr.To(int32(4))
 	g.Expect(env.client.Patch(ctx, scaled, client.MergeFrom(dep))).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		d := &appsv1.Deployment{}
@@ -262,5 +264,3 @@ func TestNginxFullSample(t *testing.T) {
 	out, err = kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx_full.yaml", "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -44,18 +44,13 @@ type Reconciler struct {
 	burst *burstWriter
 }
 
-// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=autoscaling.acme.com,resources=cronscalers/finalizers,verbs=update
-// The owner checks (claim.go) read the custom resources of Helm releases
-// and write Events on them:
-// +kubebuilder:rbac:groups=web.acme.com,resources=nginxes;webapps,verbs=get
-// +kubebuilder:rbac:groups=tenancy.acme.com,resources=namespacetenants,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-//
-// These markers document what the controller needs; the ClusterRole is
-// config/rbac/role.yaml, written by hand for the manager and the sidecar
-// together (make manifests does not generate RBAC), and grants all of it.
+// The permissions of this controller (CronScalers and their status and
+// finalizers, the /scale subresource of any target, HorizontalPodAutoscalers
+// read, the custom resources of Helm releases read for the owner checks,
+// Events, its leader election Lease) are granted by config/rbac/role.yaml,
+// written by hand for the manager and the sidecar together; the e2e suite
+// runs the sidecar as that ServiceAccount, so a missing grant fails there.
+// No kubebuilder RBAC markers: nothing generates RBAC from them.
 
 // Reconcile brings one CronScaler's target to the active job's count and
 // sleeps until the next fire.

@@ -2,7 +2,7 @@ package cronscaler
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
@@ -395,7 +395,7 @@ func TestReconcileReportsProblems(t *testing.T) {
 			} else {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 				g.Expect(res.RequeueAfter).To(BeZero())
-				g.Expect(errorsIsTerminal(err)).To(Equal(tc.terminal))
+				g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(Equal(tc.terminal))
 			}
 			got := &autoscalingv1alpha1.CronScaler{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cs), got)).To(Succeed())
@@ -408,10 +408,6 @@ func TestReconcileReportsProblems(t *testing.T) {
 			g.Expect(drainEvents(rec)).To(ConsistOf(HavePrefix("Warning " + tc.reason + " ")))
 		})
 	}
-}
-
-func errorsIsTerminal(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "terminal error")
 }
 
 func TestIndexTarget(t *testing.T) {
