@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
@@ -256,14 +257,14 @@ func (r *Reconciler) chartHold(ctx context.Context, cs *autoscalingv1alpha1.Cron
 
 // holdOff reports a hold in the Ready condition and, when it is new (the
 // condition said something else), in Warning Events.
-func (r *Reconciler) holdOff(cs *autoscalingv1alpha1.CronScaler, h *hold) {
+func (r *Reconciler) holdOff(cs *autoscalingv1alpha1.CronScaler, ev record.EventRecorder, h *hold) {
 	prev := meta.FindStatusCondition(cs.Status.Conditions, ConditionReady)
 	r.setReady(cs, metav1.ConditionFalse, h.reason, h.message)
 	if h.quiet || (prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == h.reason && prev.Message == h.message) {
 		return
 	}
-	r.Recorder.Event(cs, corev1.EventTypeWarning, h.reason, h.message)
-	emit(r.Recorder, h.alsoOn)
+	ev.Event(cs, corev1.EventTypeWarning, h.reason, h.message)
+	emit(ev, h.alsoOn)
 }
 
 // apiReader reads from the API server, uncached.

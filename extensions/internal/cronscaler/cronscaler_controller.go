@@ -55,56 +55,27 @@ type Reconciler struct {
 // Reconcile brings one CronScaler's target to the active job's count and
 // sleeps until the next fire.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var deferred *statusWrite
-	if r.burst != nil {
-		r.burst.begin()
-		defer r.burst.end()
-		deferred = r.burst.take(req.NamespacedName)
-	}
+	out := r.sink(req.NamespacedName)
+	defer out.close()
 	cs := &autoscalingv1alpha1.CronScaler{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cs.DeletionTimestamp.IsZero() {
-		if deferred != nil {
-			emit(r.Recorder, deferred.events)
-		}
+		out.emitDeferred()
 		return r.finalize(ctx, cs)
 	}
 	if err := r.syncFinalizer(ctx, cs); err != nil {
-		if deferred != nil {
-			r.burst.put(req.NamespacedName, deferred)
-		}
+		out.giveBack()
 		return ctrl.Result{}, err
 	}
-
-	// before is what the API server has; a deferred status, not written
-	// yet, is where this reconcile starts from.
-	before := cs.DeepCopy()
-	events := &eventBuffer{}
-	if deferred != nil {
-		cs.Status = *deferred.after.Status.DeepCopy()
-		events.calls = deferred.events
-	}
-	rr := *r
-	rr.Recorder = events
+	out.startFrom(cs)
 	now := r.Clock.Now()
-	result, err := rr.enforce(ctx, cs, now)
-
-	w := &statusWrite{before: before, after: cs, events: events.calls, since: time.Now()}
-	if deferred != nil {
-		w.since = deferred.since
+	result, err := r.enforce(ctx, cs, &out.events, now)
+	if err := out.commit(ctx, cs, err); err != nil {
+		return ctrl.Result{}, err
 	}
-	if err == nil && r.burst != nil && appliedFire(before, cs) {
-		r.burst.put(req.NamespacedName, w)
-		return r.sleepFrom(result, now), nil
-	}
-	patchErr := r.patchStatus(ctx, w.before, w.after)
-	emit(r.Recorder, w.events)
-	if patchErr != nil {
-		return ctrl.Result{}, errors.Join(err, patchErr)
-	}
-	return r.sleepFrom(result, now), err
+	return r.sleepFrom(result, now), nil
 }
 
 // sleepFrom shortens a requeue computed at now by the time the reconcile
@@ -128,24 +99,15 @@ func appliedFire(before, after *autoscalingv1alpha1.CronScaler) bool {
 	return a != nil && (b == nil || !b.Equal(a))
 }
 
-// writeStatus writes a deferred status (when it changed) and then emits
-// its Events.
-func (r *Reconciler) writeStatus(ctx context.Context, w *statusWrite) error {
-	if err := r.patchStatus(ctx, w.before, w.after); err != nil {
-		return err
-	}
-	emit(r.Recorder, w.events)
-	return nil
-}
-
 // enforce computes the plan at now, records it in the status and applies it
 // to the target unless suspended or held (another owner has the count, or
-// the target is missing). It sets the Ready condition.
-func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, now time.Time) (ctrl.Result, error) {
+// the target is missing). It sets the Ready condition and records its
+// Events on ev.
+func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, ev record.EventRecorder, now time.Time) (ctrl.Result, error) {
 	sched, err := schedule.Compile(specOf(cs))
 	if err != nil {
 		r.setReady(cs, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
-		r.Recorder.Event(cs, corev1.EventTypeWarning, ReasonInvalidSpec, err.Error())
+		ev.Event(cs, corev1.EventTypeWarning, ReasonInvalidSpec, err.Error())
 		// Only a spec edit fixes this, and an edit triggers a reconcile.
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -160,14 +122,14 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 	}
 	t, err := targetFor(r.Client, cs)
 	if err != nil {
-		return ctrl.Result{}, r.targetFailed(cs, triggerSchedule, err)
+		return ctrl.Result{}, r.targetFailed(cs, ev, triggerSchedule, err)
 	}
 	h, err := r.claim(ctx, cs, t)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if h != nil {
-		r.holdOff(cs, h)
+		r.holdOff(cs, ev, h)
 		logr.FromContextOrDiscard(ctx).V(1).Info("Leaving the target alone", "target", t.describe(), "reason", h.reason)
 		return ctrl.Result{RequeueAfter: sooner(sleep, h.recheck)}, nil
 	}
@@ -175,7 +137,7 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 		r.setReady(cs, metav1.ConditionTrue, ReasonWaiting, "no job has fired yet; the target is left alone until the first fire")
 		return ctrl.Result{RequeueAfter: sleep}, nil
 	}
-	if err := r.scale(ctx, cs, t, plan, expected, now); err != nil {
+	if err := r.scale(ctx, cs, ev, t, plan, expected, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: sleep}, nil
@@ -194,7 +156,7 @@ func sooner(a, b time.Duration) time.Duration {
 //
 // expected is the count the target should have from the previous reconcile
 // (the desired count it recorded), nil when there is none.
-func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, t target, plan schedule.Plan, expected *int32, now time.Time) error {
+func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScaler, ev record.EventRecorder, t target, plan schedule.Plan, expected *int32, now time.Time) error {
 	log := logr.FromContextOrDiscard(ctx)
 	job := cs.Spec.Jobs[plan.Active]
 	newFire := cs.Status.AppliedScheduleTime == nil || !cs.Status.AppliedScheduleTime.Time.Equal(plan.ActiveFire)
@@ -209,7 +171,7 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 		return err
 	}
 	if err != nil {
-		return r.targetFailed(cs, trigger, err)
+		return r.targetFailed(cs, ev, trigger, err)
 	}
 	if scaled {
 		scalesTotal.WithLabelValues("success", trigger).Inc()
@@ -219,7 +181,7 @@ func (r *Reconciler) scale(ctx context.Context, cs *autoscalingv1alpha1.CronScal
 		if !newFire {
 			reason, what = EventDriftCorrected, fmt.Sprintf("the count was changed outside the CronScaler; job %s is active", job.Name)
 		}
-		r.Recorder.Eventf(cs, corev1.EventTypeNormal, reason, "Scaled %s from %d to %d replicas: %s", t.describe(), current, job.Replicas, what)
+		ev.Eventf(cs, corev1.EventTypeNormal, reason, "Scaled %s from %d to %d replicas: %s", t.describe(), current, job.Replicas, what)
 		log.Info("Scaled target", "target", t.describe(), "from", current, "to", job.Replicas, "job", job.Name, "trigger", trigger)
 	}
 	if newFire {
@@ -279,7 +241,7 @@ func (r *Reconciler) setCount(ctx context.Context, cs *autoscalingv1alpha1.CronS
 
 // targetFailed reports a failure to read or scale the target and returns
 // the error, so the request is retried with backoff.
-func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, trigger string, err error) error {
+func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, ev record.EventRecorder, trigger string, err error) error {
 	reason := ReasonScaleFailed
 	switch {
 	case errors.Is(err, errTargetNotFound):
@@ -290,7 +252,7 @@ func (r *Reconciler) targetFailed(cs *autoscalingv1alpha1.CronScaler, trigger st
 		scalesTotal.WithLabelValues("error", trigger).Inc()
 	}
 	r.setReady(cs, metav1.ConditionFalse, reason, err.Error())
-	r.Recorder.Event(cs, corev1.EventTypeWarning, reason, err.Error())
+	ev.Event(cs, corev1.EventTypeWarning, reason, err.Error())
 	return err
 }
 

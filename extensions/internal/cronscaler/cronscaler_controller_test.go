@@ -455,7 +455,7 @@ func TestReconcileDefersStatusDuringBurst(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(at("2026-11-23T07:00:00Z"))
 	rec := record.NewFakeRecorder(100)
 	r := &Reconciler{Client: c, Recorder: rec, Clock: clock}
-	r.burst = newBurstWriter(r.writeStatus, 2, 100*time.Millisecond, time.Hour, logr.Discard())
+	r.burst = newBurstWriter(r.commit, 2, 100*time.Millisecond, time.Hour, logr.Discard())
 	runCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() { _ = r.burst.Start(runCtx); close(stopped) }()

@@ -3,8 +3,9 @@ package cronscaler
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -108,7 +109,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if o.MaxConcurrentReconciles < 1 {
 		o.MaxConcurrentReconciles = 1
 	}
-	r.burst = newBurstWriter(r.writeStatus, o.MaxConcurrentReconciles, burstQuiet, burstMaxDelay, mgr.GetLogger().WithName("cronscaler-status"))
+	r.burst = newBurstWriter(r.commit, o.MaxConcurrentReconciles, burstQuiet, burstMaxDelay, mgr.GetLogger().WithName("cronscaler-status"))
 	if err := mgr.Add(r.burst); err != nil {
 		return fmt.Errorf("adding the CronScaler status writer: %w", err)
 	}
