@@ -80,7 +80,7 @@ spec:
 
 	want := "release shop in namespace " + ns + " belongs to WebApp " + ns + "/shop; rename this Nginx"
 	g.Eventually(func(g Gomega) {
-		cr, err := getNginx(ctx, ns, name)
+		cr, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(cr, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"), msg)
@@ -142,7 +142,7 @@ spec: {}
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("metadata.name"))
 	g.Expect(out).To(MatchRegexp(`at most \d+ characters`))
-	_, err = getNginx(context.Background(), ns, name)
+	_, err = getCR(context.Background(), nginxGVK, ns, name)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 
@@ -187,14 +187,14 @@ func TestCronScalerConflicts(t *testing.T) {
 		g := NewWithT(t)
 		dep := newDeployment(ns, "web", 1)
 		g.Expect(env.client.Create(ctx, dep)).To(Succeed())
-		applyManifest(g, ns, cronScalerManifest("first", "apps/v1", "Deployment", "web",
+		applyYAML(g, ns, cronScalerManifest("first", "apps/v1", "Deployment", "web",
 			[]cronJob{{"every-minute", "* * * * *", 3}}, ""))
 		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
 		// creationTimestamp has a resolution of one second: the second
 		// CronScaler must be younger for the rule to pick the first.
 		time.Sleep(1100 * time.Millisecond)
-		applyManifest(g, ns, cronScalerManifest("second", "apps/v1", "Deployment", "web",
+		applyYAML(g, ns, cronScalerManifest("second", "apps/v1", "Deployment", "web",
 			[]cronJob{{"every-minute", "* * * * *", 1}}, ""))
 		expectHeld(t, ns, "second", "AmbiguousTarget", "CronScaler "+ns+"/first")
 
@@ -226,7 +226,7 @@ spec:
 `, "apply", "-n", ns, "-f", "-")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Eventually(func(g Gomega) {
-			cr, err := getNginx(ctx, ns, "charted")
+			cr, err := getCR(ctx, nginxGVK, ns, "charted")
 			g.Expect(err).NotTo(HaveOccurred())
 			status, _, msg := condition(cr, "Deployed")
 			g.Expect(status).To(Equal("True"), msg)
@@ -234,7 +234,7 @@ spec:
 		dep := &appsv1.Deployment{}
 		dep.Namespace, dep.Name = ns, "charted-nginx"
 
-		applyManifest(g, ns, cronScalerManifest("charted", "apps/v1", "Deployment", "charted-nginx",
+		applyYAML(g, ns, cronScalerManifest("charted", "apps/v1", "Deployment", "charted-nginx",
 			[]cronJob{{"every-minute", "* * * * *", 4}}, ""))
 		expectHeld(t, ns, "charted", "ReplicasSetByChart", "Nginx "+ns+"/charted")
 		g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, "charted") }).

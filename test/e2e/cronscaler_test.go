@@ -52,17 +52,6 @@ func cronScalerManifest(name, apiVersion, kind, target string, jobs []cronJob, e
 	return b.String()
 }
 
-func applyManifest(g Gomega, ns, manifest string) {
-	out, err := kubectlIn(manifest, "apply", "-n", ns, "-f", "-")
-	g.ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
-}
-
-func getCronScaler(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(cronScalerGVK)
-	return u, env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
-}
-
 // minuteCron is a daily schedule firing at t's minute (UTC).
 func minuteCron(t time.Time) string {
 	t = t.UTC()
@@ -140,24 +129,9 @@ func hpaBounds(ctx context.Context, ns, name string) ([2]int32, error) {
 	return [2]int32{kptr.Deref(h.Spec.MinReplicas, 1), h.Spec.MaxReplicas}, nil
 }
 
-// eventReasons lists the reasons of the Events about an object.
-func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
-	var list corev1.EventList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var reasons []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons, nil
-}
-
 // readyOf returns the Ready condition's status, reason and message.
 func readyOf(ctx context.Context, ns, name string) (string, string, string, error) {
-	cs, err := getCronScaler(ctx, ns, name)
+	cs, err := getCR(ctx, cronScalerGVK, ns, name)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -195,12 +169,12 @@ func TestCronScalerScalesAndOwnsTheCount(t *testing.T) {
 	g.Expect(env.client.Create(ctx, dep)).To(Succeed())
 
 	t.Log("create: a job that fires every minute has always fired, so its count applies at once")
-	applyManifest(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
+	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
 		[]cronJob{{"yearly", "@yearly", 1}, {"every-minute", "* * * * *", 3}}, ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
 	g.Eventually(func(g Gomega) {
-		cs, err := getCronScaler(ctx, ns, "web")
+		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(cs, "Ready")
 		g.Expect(status).To(Equal("True"))
@@ -282,10 +256,10 @@ func TestCronScalerFiresOnSchedule(t *testing.T) {
 	for _, o := range []client.Object{dep, sts, hpaDep, newHPA(ns, "api", "api", 1, 3)} {
 		g.Expect(env.client.Create(ctx, o)).To(Succeed())
 	}
-	applyManifest(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", jobs(2, 4), ""))
-	applyManifest(g, ns, cronScalerManifest("db", "apps/v1", "StatefulSet", "db", jobs(2, 3), ""))
-	applyManifest(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", jobs(2, 5), ""))
-	applyManifest(g, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
+	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", jobs(2, 4), ""))
+	applyYAML(g, ns, cronScalerManifest("db", "apps/v1", "StatefulSet", "db", jobs(2, 3), ""))
+	applyYAML(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", jobs(2, 5), ""))
+	applyYAML(g, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: site-nginx
@@ -324,7 +298,7 @@ spec:
 	// The status and Event of a fire follow the scale once no reconcile
 	// has been in flight for a second (docs/cronscaler.md).
 	g.Eventually(func(g Gomega) {
-		cs, err := getCronScaler(ctx, ns, "web")
+		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(And(
 			HaveKeyWithValue("activeJob", "up"),
@@ -337,7 +311,7 @@ spec:
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("the Nginx chart's CronScaler is part of the release and its Deployment has no chart-set replicas")
-	chartCS, err := getCronScaler(ctx, ns, "site-nginx")
+	chartCS, err := getCR(ctx, cronScalerGVK, ns, "site-nginx")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(chartCS.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 
@@ -384,7 +358,7 @@ func TestCronScalerCatchUpAfterRestart(t *testing.T) {
 
 	dep := newDeployment(ns, "web", 1)
 	g.Expect(env.client.Create(ctx, dep)).To(Succeed())
-	applyManifest(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
+	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
 		[]cronJob{{"base", minuteCron(m.Add(-time.Minute)), 2}, {"missed", minuteCron(m), 5}}, ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(2)))
@@ -396,7 +370,7 @@ func TestCronScalerCatchUpAfterRestart(t *testing.T) {
 		WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(int32(5)))
 	t.Logf("missed job applied %s after the sidecar started", time.Since(started).Round(time.Millisecond))
 	g.Eventually(func(g Gomega) {
-		cs, err := getCronScaler(ctx, ns, "web")
+		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(And(
 			HaveKeyWithValue("activeJob", "missed"),
@@ -420,8 +394,8 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 		g.Expect(env.client.Create(ctx, o)).To(Succeed())
 	}
 	every := func(n int) []cronJob { return []cronJob{{"always", "* * * * *", n}} }
-	applyManifest(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), "restoreOnDelete: true"))
-	applyManifest(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", every(5), "restoreOnDelete: true"))
+	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), "restoreOnDelete: true"))
+	applyYAML(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", every(5), "restoreOnDelete: true"))
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(4)))
@@ -431,7 +405,7 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 		"web": {"autoscaling.acme.com/original-replicas": "2"},
 		"api": {"autoscaling.acme.com/original-replicas": "1", "autoscaling.acme.com/original-max-replicas": "3"},
 	} {
-		cs, err := getCronScaler(ctx, ns, name)
+		cs, err := getCR(ctx, cronScalerGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.GetFinalizers()).To(ContainElement("autoscaling.acme.com/restore-replicas"), name)
 		for k, v := range want {
@@ -448,17 +422,17 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(2)))
 		g.Expect(hpaBounds(ctx, ns, "api")).To(Equal([2]int32{1, 3}))
 		for _, name := range []string{"web", "api"} {
-			_, err := getCronScaler(ctx, ns, name)
+			_, err := getCR(ctx, cronScalerGVK, ns, name)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s still there: %v", name, err)
 		}
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(eventReasons(ctx, ns, "web")).To(ContainElement("Restored"))
 
 	t.Log("without restoreOnDelete there is no finalizer and the count stays")
-	applyManifest(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), ""))
+	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(4)))
-	cs, err := getCronScaler(ctx, ns, "web")
+	cs, err := getCR(ctx, cronScalerGVK, ns, "web")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cs.GetFinalizers()).To(BeEmpty())
 	out, err := kubectl("delete", "cronscaler", "web", "-n", ns)
@@ -512,7 +486,7 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 			out, err := kubectlIn(tc.manifest, "apply", "-n", ns, "-f", "-")
 			g.Expect(err).To(HaveOccurred(), out)
 			g.Expect(out).To(ContainSubstring(tc.want))
-			_, getErr := getCronScaler(ctx, ns, tc.name)
+			_, getErr := getCR(ctx, cronScalerGVK, ns, tc.name)
 			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue())
 		})
 	}
@@ -543,7 +517,7 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 	for _, tc := range reported {
 		t.Run("reported/"+tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			applyManifest(g, ns, tc.manifest)
+			applyYAML(g, ns, tc.manifest)
 			g.Eventually(func(g Gomega) {
 				status, reason, msg, err := readyOf(ctx, ns, tc.name)
 				g.Expect(err).NotTo(HaveOccurred())

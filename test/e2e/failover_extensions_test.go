@@ -10,10 +10,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // extensionsLease is the sidecar's default leader election Lease, the one
@@ -37,23 +35,6 @@ func startExtensionsReplica(t *testing.T, name string, args ...string) *operator
 	}
 	t.Cleanup(func() { _ = p.stop() })
 	return p
-}
-
-// scaledEvents returns, per message, how many times a Normal Scaled Event
-// about a CronScaler was recorded (Events with the same message are
-// aggregated into one object with a count).
-func scaledEvents(ctx context.Context, ns, name string) (map[string]int32, error) {
-	var list corev1.EventList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	out := map[string]int32{}
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "CronScaler" && e.InvolvedObject.Name == name && e.Reason == "Scaled" {
-			out[e.Message] += max(e.Count, 1)
-		}
-	}
-	return out, nil
 }
 
 // TestReliabilityExtensionsFailover (issue scenario 3, extensions sidecar):
@@ -114,9 +95,9 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		g.Expect(env.client.Create(ctx, newDeployment(ns, name, 1))).To(Succeed())
 	}
 	base := cronJob{"base", minuteCron(m.Add(-time.Minute)), 2}
-	applyManifest(g, ns, cronScalerManifest("steady", "apps/v1", "Deployment", "steady",
+	applyYAML(g, ns, cronScalerManifest("steady", "apps/v1", "Deployment", "steady",
 		[]cronJob{base, {"up", minuteCron(m), 4}}, ""))
-	applyManifest(g, ns, cronScalerManifest("late", "apps/v1", "Deployment", "late",
+	applyYAML(g, ns, cronScalerManifest("late", "apps/v1", "Deployment", "late",
 		[]cronJob{base, {"late", minuteCron(m.Add(time.Minute)), 6}}, ""))
 	applyTenant(g, tenant, tenantNS, "")
 	waitDeployed(g, ctx, tenant)
@@ -128,7 +109,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		WithTimeout(time.Until(realM) + 5*time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(4)))
 	var lastScale string
 	g.Eventually(func(g Gomega) {
-		cs, err := getCronScaler(ctx, ns, "steady")
+		cs, err := getCR(ctx, cronScalerGVK, ns, "steady")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("activeJob", "up"))
 		lastScale, _, _ = unstructured.NestedString(cs.Object, "status", "lastScaleTime")
@@ -171,7 +152,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		for msg, n := range lateEvents {
 			g.Expect(n).To(Equal(int32(1)), msg)
 		}
-		cs, err := getCronScaler(ctx, ns, "steady")
+		cs, err := getCR(ctx, cronScalerGVK, ns, "steady")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("lastScaleTime", lastScale))
 	}).WithTimeout(5 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
@@ -180,7 +161,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 
 	t.Log("the new leader delivers the deleted event again, with the same id, and the tenant goes")
 	g.Eventually(func() bool {
-		_, err := getTenant(ctx, tenant)
+		_, err := getCR(ctx, tenantGVK, "", tenant)
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	deleted := hook.of(tenant, "deleted")

@@ -22,12 +22,6 @@ import (
 
 var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
 
-func getNginx(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(nginxGVK)
-	return u, env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
-}
-
 // condition returns the status and reason of the CR's condition of type t.
 func condition(u *unstructured.Unstructured, t string) (status, reason, message string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -72,7 +66,7 @@ func TestNginxLifecycle(t *testing.T) {
 
 	t.Log("create: the release is installed and the Deployment becomes Available with Running pods")
 	g.Eventually(func(g Gomega) {
-		cr, err := getNginx(ctx, ns, name)
+		cr, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, _ := condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"))
@@ -107,7 +101,7 @@ func TestNginxLifecycle(t *testing.T) {
 		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("nginxinc/nginx-unprivileged:1.27.2-alpine"))
-		cr, err := getNginx(ctx, ns, name)
+		cr, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, reason, _ := condition(cr, "Deployed")
 		g.Expect(reason).To(Equal("UpgradeSuccessful"))
@@ -158,7 +152,7 @@ func TestNginxLifecycle(t *testing.T) {
 	g.Consistently(func() ([]string, error) {
 		return releaseSecrets(ctx, ns, name)
 	}).WithTimeout(3 * time.Second).Should(ConsistOf(before))
-	cr, err := getNginx(ctx, ns, name)
+	cr, err := getCR(ctx, nginxGVK, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	status, _, _ := condition(cr, "Deployed")
 	g.Expect(status).To(Equal("True"))
@@ -167,7 +161,7 @@ func TestNginxLifecycle(t *testing.T) {
 	out, err = kubectl("delete", "nginx", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		_, err := getNginx(ctx, ns, name)
+		_, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nginx still there: %v", err)
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
 			err := env.client.Get(ctx, key, obj)
@@ -224,7 +218,7 @@ func TestNginxFullSample(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	g.Eventually(func(g Gomega) {
-		cr, err := getNginx(ctx, ns, name)
+		cr, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, _, msg := condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)

@@ -79,32 +79,8 @@ func startHoldHookManager(t *testing.T, name, lease string) *operatorProcess {
 // killProcess kills p with SIGKILL, as the OOM killer or a node loss
 // would: no shutdown code runs and the leader lease is not released.
 func killProcess(p *operatorProcess) {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	p.cmd = nil
-	p.logFile.Close()
-}
-
-// applyHoldHook creates or replaces the spec of a HoldHook.
-func applyHoldHook(g Gomega, ns, name, spec string) {
-	manifest := fmt.Sprintf("apiVersion: reliability.test.acme.com/v1alpha1\nkind: HoldHook\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n%s\n",
-		name, ns, indent(spec, "  "))
-	out, err := kubectlIn(manifest, "apply", "-f", "-")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-}
-
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func getHoldHook(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(holdHookGVK)
-	return u, env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+	p.proc.Kill()
+	p.proc = nil
 }
 
 // releaseHistory returns the status of every stored revision of a release,
@@ -185,7 +161,7 @@ func expectHoldHookConverged(t *testing.T, ns, name, message string, timeout tim
 	start := time.Now()
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(completeHoldHooks(ctx, ns)).To(Succeed())
-		u, err := getHoldHook(ctx, ns, name)
+		u, err := getCR(ctx, holdHookGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, _, msg := condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)
@@ -212,22 +188,6 @@ func expectPending(t *testing.T, ns, name, status string) {
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
-// eventsWithReason returns the messages of the Events of reason about the
-// object name in ns.
-func eventsWithReason(ctx context.Context, ns, name, reason string) ([]string, error) {
-	var list corev1.EventList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			out = append(out, e.Type+": "+e.Message)
-		}
-	}
-	return out, nil
-}
-
 // TestReliabilityKillMidAction (issue scenario 1): the runtime is killed
 // with SIGKILL while one release is pending-install and another
 // pending-upgrade. A new process takes the lease when it expires, unlocks
@@ -243,12 +203,12 @@ func TestReliabilityKillMidAction(t *testing.T) {
 	first := startHoldHookManager(t, "first", lease)
 
 	t.Log("a release is installed at v1")
-	applyHoldHook(g, ns, "upgraded", "message: v1")
+	applyCR(g, holdHookGVK, ns, "upgraded", "message: v1")
 	expectHoldHookConverged(t, ns, "upgraded", "v1", 60*time.Second)
 
 	t.Log("an upgrade to v2 and an install are held by their hooks: pending-upgrade and pending-install")
-	applyHoldHook(g, ns, "upgraded", "message: v2\nhold: true")
-	applyHoldHook(g, ns, "installed", "message: fresh\nhold: true")
+	applyCR(g, holdHookGVK, ns, "upgraded", "message: v2\nhold: true")
+	applyCR(g, holdHookGVK, ns, "installed", "message: fresh\nhold: true")
 	expectPending(t, ns, "upgraded", "pending-upgrade")
 	expectPending(t, ns, "installed", "pending-install")
 
@@ -283,7 +243,7 @@ func TestReliabilityKillMidAction(t *testing.T) {
 
 	t.Log("the Recovered condition and a Warning Event say what happened; the stale revision is kept as failed")
 	for name, state := range map[string]string{"upgraded": "pending-upgrade", "installed": "pending-install"} {
-		u, err := getHoldHook(ctx, ns, name)
+		u, err := getCR(ctx, holdHookGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(u, "Recovered")
 		g.Expect(status).To(Equal("True"))
@@ -321,10 +281,10 @@ func TestReliabilityGracefulShutdown(t *testing.T) {
 	createNamespace(t, ns)
 	first := startHoldHookManager(t, "first", lease)
 
-	applyHoldHook(g, ns, "upgraded", "message: v1")
+	applyCR(g, holdHookGVK, ns, "upgraded", "message: v1")
 	expectHoldHookConverged(t, ns, "upgraded", "v1", 60*time.Second)
-	applyHoldHook(g, ns, "upgraded", "message: v2\nhold: true")
-	applyHoldHook(g, ns, "installed", "message: fresh\nhold: true")
+	applyCR(g, holdHookGVK, ns, "upgraded", "message: v2\nhold: true")
+	applyCR(g, holdHookGVK, ns, "installed", "message: fresh\nhold: true")
 	expectPending(t, ns, "upgraded", "pending-upgrade")
 	expectPending(t, ns, "installed", "pending-install")
 
@@ -355,39 +315,14 @@ func TestReliabilityGracefulShutdown(t *testing.T) {
 	expectHoldHookConverged(t, ns, "installed", "fresh", 60*time.Second)
 }
 
-// applyNginx creates or replaces the spec of an Nginx.
-func applyNginx(g Gomega, ns, name, spec string) {
-	manifest := fmt.Sprintf("apiVersion: web.acme.com/v1alpha1\nkind: Nginx\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n%s\n",
-		name, ns, indent(spec, "  "))
-	out, err := kubectlIn(manifest, "apply", "-f", "-")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-}
-
-// warningEvents returns the Warning Events of reason about name in ns, and
-// the number of occurrences they stand for (the recorder folds repeats
-// into one Event with a count).
-func warningEvents(ctx context.Context, ns, name, reason string) (messages []string, count int32, err error) {
-	var list corev1.EventList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, 0, err
-	}
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
-			messages = append(messages, e.Message)
-			count += max(e.Count, 1)
-		}
-	}
-	return messages, count, nil
-}
-
 // processAlive reports whether p runs (it has not exited or crashed). A
 // child that exited stays a zombie until it is waited for, and a zombie
 // still takes signals, so its state is read from /proc.
 func processAlive(p *operatorProcess) bool {
-	if p.cmd == nil || p.cmd.Process == nil || p.cmd.ProcessState != nil || p.cmd.Process.Signal(syscall.Signal(0)) != nil {
+	if p.proc == nil || p.proc.Cmd.ProcessState != nil || p.proc.Cmd.Process.Signal(syscall.Signal(0)) != nil {
 		return false
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.proc.Pid()))
 	if err != nil {
 		return false
 	}
@@ -433,9 +368,9 @@ func TestReliabilityChartRejectsValues(t *testing.T) {
 	createNamespace(t, ns)
 
 	t.Log("the schema accepts the spec; the chart refuses it")
-	applyNginx(g, ns, name, "containerPort: 8080\nstatusPort: 8080")
+	applyCR(g, nginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8080")
 	g.Eventually(func(g Gomega) {
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(u, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
@@ -463,9 +398,9 @@ func TestReliabilityChartRejectsValues(t *testing.T) {
 
 	t.Log("fixing the spec deploys the release in the reconcile the edit triggers")
 	fixed := time.Now()
-	applyNginx(g, ns, name, "containerPort: 8080\nstatusPort: 8081")
+	applyCR(g, nginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8081")
 	g.Eventually(func(g Gomega) {
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, _ := condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
@@ -486,7 +421,7 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	ctx := context.Background()
 	const ns, name = "e2e-rel-rollback", "nginx-web" // names with "nginx" name the Deployment alike
 	createNamespace(t, ns)
-	applyNginx(g, ns, name, "replicaCount: 1")
+	applyCR(g, nginxGVK, ns, name, "replicaCount: 1")
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
@@ -495,9 +430,9 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	servingPods := podNames(g, ns, name)
 
 	t.Log("an upgrade the API server refuses is rolled back")
-	applyNginx(g, ns, name, "replicaCount: 1\npodLabels:\n  team: \"not a valid label value!\"")
+	applyCR(g, nginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: \"not a valid label value!\"")
 	g.Eventually(func(g Gomega) {
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(u, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
@@ -524,9 +459,9 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	g.Expect(podNames(g, ns, name)).To(Equal(servingPods), "the pods were replaced")
 
 	t.Log("fixing the spec upgrades the release")
-	applyNginx(g, ns, name, "replicaCount: 1\npodLabels:\n  team: web")
+	applyCR(g, nginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: web")
 	g.Eventually(func(g Gomega) {
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, _ := condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
@@ -546,9 +481,9 @@ func TestReliabilityRapidEdits(t *testing.T) {
 	ctx := context.Background()
 	const ns, name, edits = "e2e-rel-rapid", "nginx-rapid", 50
 	createNamespace(t, ns)
-	applyNginx(g, ns, name, "replicaCount: 1")
+	applyCR(g, nginxGVK, ns, name, "replicaCount: 1")
 	g.Eventually(func(g Gomega) {
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, _, _ := condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
@@ -574,7 +509,7 @@ func TestReliabilityRapidEdits(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		_, latest := latestRevision(h)
 		g.Expect(latest).To(Equal("deployed"))
-		u, err := getNginx(ctx, ns, name)
+		u, err := getCR(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, _, _ := condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
@@ -796,9 +731,9 @@ func TestReliabilityManagerFailover(t *testing.T) {
 	startHoldHookManager(t, "b", lease)
 	t.Logf("replica a leads (%s); replica b is on standby", leaderID)
 
-	applyHoldHook(g, ns, "web", "message: v1")
+	applyCR(g, holdHookGVK, ns, "web", "message: v1")
 	expectHoldHookConverged(t, ns, "web", "v1", 60*time.Second)
-	applyHoldHook(g, ns, "web", "message: v2\nhold: true")
+	applyCR(g, holdHookGVK, ns, "web", "message: v2\nhold: true")
 	expectPending(t, ns, "web", "pending-upgrade")
 
 	killLeaderExpectTakeover(t, g, leader, lease, leaderID)
@@ -839,13 +774,13 @@ func TestReliabilityOutage(t *testing.T) {
 			ns := "e2e-rel-outage-" + component
 			createNamespace(t, ns)
 			runtime := startHoldHookManager(t, "outage", "reliability-outage-"+component+".acme.com")
-			applyHoldHook(g, ns, "steady", "message: v1")
+			applyCR(g, holdHookGVK, ns, "steady", "message: v1")
 			expectHoldHookConverged(t, ns, "steady", "v1", 60*time.Second)
 
 			t.Log("a burst of changes, then the outage")
-			applyHoldHook(g, ns, "steady", "message: v2")
+			applyCR(g, holdHookGVK, ns, "steady", "message: v2")
 			for i := range 5 {
-				applyHoldHook(g, ns, fmt.Sprintf("burst-%d", i), fmt.Sprintf("message: m%d", i))
+				applyCR(g, holdHookGVK, ns, fmt.Sprintf("burst-%d", i), fmt.Sprintf("message: m%d", i))
 			}
 			g.Expect(env.cluster.StopProcess(component)).To(Succeed())
 			stopped := time.Now()

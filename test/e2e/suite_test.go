@@ -8,16 +8,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/internal/process"
 )
 
 // The operator's namespace and ServiceAccount as config/default names them.
@@ -176,100 +173,48 @@ type operatorProcess struct {
 	kubeconfig         string
 	fixedArgs          []string // flags the suite sets
 	args               []string // extra flags a test may set between stop and start
-	metricsAddr        string
-	cmd                *exec.Cmd
-	logFile            *os.File
+	proc               *process.Process
 }
 
 func (p *operatorProcess) start() error {
-	ports, err := freePorts(2)
+	metricsAddr, err := process.FreeAddr()
 	if err != nil {
 		return err
 	}
-	p.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p.logFile, err = os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	probeAddr, err := process.FreeAddr()
 	if err != nil {
 		return err
 	}
 	args := append([]string{
-		"--metrics-bind-address", p.metricsAddr,
+		"--metrics-bind-address", metricsAddr,
 		"--metrics-secure=false",
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--health-probe-bind-address", probeAddr,
 		"--zap-devel",
 	}, p.fixedArgs...)
-	args = append(args, p.args...)
-	p.cmd = exec.Command(p.bin, args...)
-	p.cmd.Dir = env.root
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
-	p.cmd.Stdout = p.logFile
-	p.cmd.Stderr = p.logFile
-	if err := p.cmd.Start(); err != nil {
-		return err
-	}
-	// Ready once it serves metrics.
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + p.metricsAddr + "/metrics"); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not serve metrics within 60s (log: %s)", p.name, p.logPath)
+	cmd := exec.Command(p.bin, append(args, p.args...)...)
+	cmd.Dir = env.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
+	p.proc, err = process.Start(p.name, cmd, metricsAddr, p.logPath, 60*time.Second)
+	return err
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (p *operatorProcess) stop() error {
-	if p.cmd == nil || p.cmd.Process == nil {
+	if p.proc == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		_ = p.cmd.Process.Kill()
-		err = fmt.Errorf("%s did not stop within 60s of SIGTERM", p.name)
-		<-done
-	}
-	p.cmd = nil
-	p.logFile.Close()
+	err := p.proc.Stop(60 * time.Second)
+	p.proc = nil
 	return err
 }
 
-// metric returns the sum of the samples of a Prometheus counter whose
+// metric returns the sum of the samples of a Prometheus metric whose
 // labels include every labels entry ("name=value").
 func (p *operatorProcess) metric(name string, labels ...string) (float64, error) {
-	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
-	if err != nil {
-		return 0, err
+	if p.proc == nil {
+		return 0, fmt.Errorf("%s is not running", p.name)
 	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return 0, err
-	}
-	var sum float64
-lines:
-	for _, line := range strings.Split(buf.String(), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		for _, l := range labels {
-			kv := strings.SplitN(l, "=", 2)
-			if !strings.Contains(line, fmt.Sprintf("%s=%q", kv[0], kv[1])) {
-				continue lines
-			}
-		}
-		var v float64
-		fields := strings.Fields(line)
-		if _, err := fmt.Sscan(fields[len(fields)-1], &v); err == nil {
-			sum += v
-		}
-	}
-	return sum, nil
+	return p.proc.Metric(name, labels...)
 }
 
 // kubectl runs kubectl against the suite's cluster and returns its
@@ -308,19 +253,6 @@ func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
 	}
 	path := filepath.Join(dir, "operator.kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // createNamespace makes a namespace for one test. Namespaces are not

@@ -19,7 +19,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,12 +33,6 @@ const (
 	tenantReleaseNamespace = operatorNamespace
 )
 
-func getTenant(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(tenantGVK)
-	return u, env.client.Get(ctx, client.ObjectKey{Name: name}, u)
-}
-
 // applyTenant applies a NamespaceTenant manifest with kubectl.
 func applyTenant(g Gomega, name, namespace, extraSpec string) {
 	manifest := fmt.Sprintf(`apiVersion: tenancy.acme.com/v1alpha1
@@ -50,14 +43,13 @@ spec:
   namespaceName: %s
   adminUsername: sam
 %s`, name, namespace, extraSpec)
-	out, err := kubectlIn(manifest, "apply", "-f", "-")
-	g.ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+	applyYAML(g, "", manifest)
 }
 
 // waitDeployed waits until the tenant's release is installed or upgraded.
 func waitDeployed(g Gomega, ctx context.Context, name string) {
 	g.EventuallyWithOffset(1, func(g Gomega) {
-		cr, err := getTenant(ctx, name)
+		cr, err := getCR(ctx, tenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"), "reason %s: %s", reason, msg)
@@ -69,26 +61,12 @@ func waitDeployed(g Gomega, ctx context.Context, name string) {
 func waitCreatedDelivered(g Gomega, ctx context.Context, name string) string {
 	var uid string
 	g.EventuallyWithOffset(1, func(g Gomega) {
-		cr, err := getTenant(ctx, name)
+		cr, err := getCR(ctx, tenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cr.GetAnnotations()).To(HaveKey("tenancy.acme.com/created-event-delivered"))
 		uid = string(cr.GetUID())
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	return uid
-}
-
-// tenantEvents returns "Type/Reason: message" of every Event about the
-// tenant.
-func tenantEvents(ctx context.Context, name string) ([]string, error) {
-	var list corev1.EventList
-	if err := env.client.List(ctx, &list, client.MatchingFields{"involvedObject.name": name, "involvedObject.kind": "NamespaceTenant"}); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Type+"/"+e.Reason+": "+e.Message)
-	}
-	return out, nil
 }
 
 // canCreateDeployments asks the API server whether user may create
@@ -115,7 +93,7 @@ func deleteTenantAndWait(t *testing.T, g Gomega, ctx context.Context, name, name
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	sawHeld := false
 	g.Eventually(func(g Gomega) {
-		_, err := getTenant(ctx, name)
+		_, err := getCR(ctx, tenantGVK, "", name)
 		nsErr := env.client.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
 		if err == nil {
 			if nsErr == nil {
@@ -153,7 +131,7 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 
 	t.Log("the sidecar adds its finalizer next to the runtime's")
 	g.Eventually(func(g Gomega) {
-		cr, err := getTenant(ctx, name)
+		cr, err := getCR(ctx, tenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cr.GetFinalizers()).To(ContainElements(tenantFinalizer, runtimeFinalizer))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
@@ -222,7 +200,7 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 	out, err = kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		cr, err := getTenant(ctx, name)
+		cr, err := getCR(ctx, tenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		failed, _, msg := condition(cr, "ReleaseFailed")
 		g.Expect(failed).NotTo(Equal("True"), msg)
@@ -395,7 +373,7 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(events).To(ContainElement(HavePrefix("Warning/WebhookFailed: Delivering the deleted event failed")))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	cr, err := getTenant(ctx, stuck)
+	cr, err := getCR(ctx, tenantGVK, "", stuck)
 	g.Expect(err).NotTo(HaveOccurred(), "the tenant is held")
 	g.Expect(cr.GetFinalizers()).To(Equal([]string{tenantFinalizer}))
 
@@ -403,7 +381,7 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 	out, err = kubectl("annotate", "namespacetenant", stuck, "tenancy.acme.com/skip-finalizer=true")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() bool {
-		_, err := getTenant(ctx, stuck)
+		_, err := getCR(ctx, tenantGVK, "", stuck)
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	g.Eventually(func() ([]string, error) { return tenantEvents(ctx, stuck) }).
@@ -427,7 +405,7 @@ func TestNamespaceTenantConflicts(t *testing.T) {
 
 	applyTenant(g, "grab-legacy", "e2e-legacy", "")
 	g.Eventually(func(g Gomega) {
-		cr, err := getTenant(ctx, "grab-legacy")
+		cr, err := getCR(ctx, tenantGVK, "", "grab-legacy")
 		g.Expect(err).NotTo(HaveOccurred())
 		status, reason, msg := condition(cr, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
@@ -459,7 +437,7 @@ spec:
 `, "apply", "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		cr, err := getTenant(ctx, "intruder-b")
+		cr, err := getCR(ctx, tenantGVK, "", "intruder-b")
 		g.Expect(err).NotTo(HaveOccurred())
 		status, _, msg := condition(cr, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
@@ -526,7 +504,7 @@ func TestNamespaceTenantInvalidSpecs(t *testing.T) {
 			for _, w := range tc.want {
 				g.Expect(out).To(ContainSubstring(w))
 			}
-			_, getErr := getTenant(ctx, tc.name)
+			_, getErr := getCR(ctx, tenantGVK, "", tc.name)
 			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue(), "nothing was created")
 		})
 	}

@@ -14,18 +14,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var webAppGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"}
-
-func getWebApp(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(webAppGVK)
-	return u, env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
-}
 
 // webAppReconciles is the number of reconciles the manager has run for
 // WebApps since it started.
@@ -38,7 +31,7 @@ func webAppReconciles() (float64, error) {
 func expectWebAppDeployed(t *testing.T, ns, name, reason string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
-		cr, err := getWebApp(context.Background(), ns, name)
+		cr, err := getCR(context.Background(), webAppGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		status, got, msg := condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/platform-operator/internal/process"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -113,7 +115,7 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	if err != nil {
 		return err
 	}
-	defer benchkit.Cleanup(side.Stop)()
+	defer benchkit.Cleanup(func() { _ = side.Stop(30 * time.Second) })()
 	cpu0, _ := benchkit.ProcCPU(side.Pid())
 	runStart := time.Now()
 
@@ -192,16 +194,11 @@ func run(n int, binDir, extensionsBin, crdDir string, concurrency int, floor boo
 	burst.Mark()
 
 	fmt.Printf("waiting for the fire at %s ...\n", fire.Format(time.TimeOnly))
-	deadline := fire.Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	benchkit.PollUntil(time.Until(fire.Add(2*time.Minute)), 100*time.Millisecond, func() bool {
 		seenMu.Lock()
-		done := len(seen)
-		seenMu.Unlock()
-		if done == n {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer seenMu.Unlock()
+		return len(seen) == n
+	})
 	burstCPU := burst.CPUSince()
 	var burstEnd time.Time
 	seenMu.Lock()
@@ -321,8 +318,8 @@ func targetCRD() *apiextensionsv1.CustomResourceDefinition {
 }
 
 // startSidecar runs bin/extensions against the benchmark's cluster.
-func startSidecar(bin, kubeconfig, dir string, concurrency int, extra []string) (*benchkit.Process, error) {
-	addr, err := benchkit.FreeAddr()
+func startSidecar(bin, kubeconfig, dir string, concurrency int, extra []string) (*process.Process, error) {
+	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -330,34 +327,28 @@ func startSidecar(bin, kubeconfig, dir string, concurrency int, extra []string) 
 		fmt.Sprintf("--cronscaler-max-concurrent-reconciles=%d", concurrency)}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	return benchkit.StartProcess(cmd, addr, filepath.Join(dir, "extensions.log"))
+	return process.Start("extensions", cmd, addr, filepath.Join(dir, "extensions.log"), time.Minute)
 }
 
 // waitReconciled waits until the controller has reconciled at least n
 // times and then stayed quiet for two seconds: no reconcile and no API
 // request (statuses written after a burst included).
-func waitReconciled(s *benchkit.Process, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last [2]float64
-	quietSince := time.Now()
-	for time.Now().Before(deadline) {
-		now := [2]float64{s.Metric("controller_runtime_reconcile_total", `controller="cronscaler"`), s.Metric("rest_client_requests_total")}
-		if now != last {
-			last, quietSince = now, time.Now()
-		}
-		if now[0] >= float64(n) && time.Since(quietSince) > 2*time.Second {
-			return nil
-		}
-		time.Sleep(250 * time.Millisecond)
+func waitReconciled(s *process.Process, n int, timeout time.Duration) error {
+	read := func() [2]float64 {
+		return [2]float64{benchkit.Metric(s, "controller_runtime_reconcile_total", "controller=cronscaler"), benchkit.Metric(s, "rest_client_requests_total")}
 	}
-	return fmt.Errorf("the initial reconciles did not finish within %s (%v done)", timeout, last[0])
+	waited, last := benchkit.Settled(read, func(v [2]float64) bool { return v[0] >= float64(n) }, 2*time.Second, timeout)
+	if last[0] < float64(n) || waited >= timeout {
+		return fmt.Errorf("the initial reconciles did not finish within %s (%v done)", timeout, last[0])
+	}
+	return nil
 }
 
 // histogram summarises the sidecar's lag histogram as cumulative counts.
-func histogram(s *benchkit.Process) (string, error) {
+func histogram(s *process.Process) (string, error) {
 	var b bytes.Buffer
 	for _, le := range []string{"0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"} {
-		fmt.Fprintf(&b, "<=%ss: %.0f  ", le, s.Metric("cronscaler_scale_lag_seconds_bucket", fmt.Sprintf(`le="%s"`, le)))
+		fmt.Fprintf(&b, "<=%ss: %.0f  ", le, benchkit.Metric(s, "cronscaler_scale_lag_seconds_bucket", "le="+le))
 	}
 	return strings.TrimSpace(b.String()), nil
 }

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/platform-operator/internal/process"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -273,7 +275,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err := os.WriteFile(watchesFile, []byte(watches), 0o644); err != nil {
 		return res, err
 	}
-	addr, err := benchkit.FreeAddr()
+	addr, err := process.FreeAddr()
 	if err != nil {
 		return res, err
 	}
@@ -285,11 +287,11 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	cmd.Dir = state
 	cmd.Env = append(append(os.Environ(), rt.env...), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE=default", "WATCH_NAMESPACE=")
 	logFile := filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.log", rt.name, n))
-	proc, err := benchkit.StartProcess(cmd, addr, logFile)
+	proc, err := process.Start(rt.name, cmd, addr, logFile, time.Minute)
 	if err != nil {
 		return res, err
 	}
-	defer benchkit.Cleanup(proc.Stop)()
+	defer benchkit.Cleanup(func() { _ = proc.Stop(30 * time.Second) })()
 	cpuStart, _ := benchkit.ProcCPU(proc.Pid())
 
 	obs := newObserver(n)
@@ -336,11 +338,11 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	settled := waitQuiet(proc, cfg.settle)
 	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
 	cpu0, _ := benchkit.ProcCPU(proc.Pid())
-	req0 := proc.Metric("rest_client_requests_total")
+	req0 := benchkit.Metric(proc, "rest_client_requests_total")
 	idleStart := time.Now()
 	time.Sleep(cfg.idle)
 	cpu1, _ := benchkit.ProcCPU(proc.Pid())
-	req1 := proc.Metric("rest_client_requests_total")
+	req1 := benchkit.Metric(proc, "rest_client_requests_total")
 	res.IdleWindow = time.Since(idleStart)
 	res.IdleCPUCores = (cpu1 - cpu0) / res.IdleWindow.Seconds()
 	res.APIRequestsPerM = (req1 - req0) / res.IdleWindow.Minutes()
@@ -399,7 +401,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   upgraded: %d/%d, all after %s\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond))
 
-	if text, err := proc.Metrics(); err == nil {
+	if text, err := proc.MetricsText(); err == nil {
 		_ = os.WriteFile(filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.metrics.txt", rt.name, n)), []byte(text), 0o644)
 	}
 	cpuEnd, _ := benchkit.ProcCPU(proc.Pid())
@@ -412,20 +414,9 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 
 // waitQuiet waits until the runtime's reconcile count stays the same for
 // three seconds, at most max; it returns how long it waited.
-func waitQuiet(p *benchkit.Process, max time.Duration) time.Duration {
-	start := time.Now()
-	last, since := -1.0, time.Now()
-	for time.Since(start) < max {
-		v := p.Metric("controller_runtime_reconcile_total")
-		if v != last {
-			last, since = v, time.Now()
-		}
-		if time.Since(since) >= 3*time.Second {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return time.Since(start)
+func waitQuiet(p *process.Process, max time.Duration) time.Duration {
+	waited, _ := benchkit.Settled(func() float64 { return benchkit.Metric(p, "controller_runtime_reconcile_total") }, nil, 3*time.Second, max)
+	return waited
 }
 
 // observer watches the Nginx resources, their child Deployments and Helm's
@@ -572,16 +563,11 @@ func isDeployed(u *unstructured.Unstructured) bool {
 // waitDeployed waits until all n resources are Deployed, at most timeout,
 // and returns when the last one was seen Deployed.
 func (o *observer) waitDeployed(timeout time.Duration) time.Time {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	benchkit.PollUntil(timeout, 50*time.Millisecond, func() bool {
 		o.mu.Lock()
-		done, last := len(o.deployedAt), o.lastDeployed
-		o.mu.Unlock()
-		if done >= o.n {
-			return last
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer o.mu.Unlock()
+		return len(o.deployedAt) >= o.n
+	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.lastDeployed
@@ -666,16 +652,11 @@ func (o *observer) editChildren(ctx context.Context, kube kubernetes.Interface, 
 // waitTimes waits until times (filled by the informers) holds want
 // entries, at most timeout, and returns the durations it holds.
 func (o *observer) waitTimes(times map[string]time.Duration, want int, timeout time.Duration) []time.Duration {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	benchkit.PollUntil(timeout, 50*time.Millisecond, func() bool {
 		o.mu.Lock()
-		done := len(times) >= want
-		o.mu.Unlock()
-		if done {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer o.mu.Unlock()
+		return len(times) >= want
+	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []time.Duration
@@ -697,13 +678,7 @@ func (o *observer) expectUpgrades() {
 }
 
 func (o *observer) waitUpgraded(timeout time.Duration) time.Time {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if o.upgradedCount() >= o.n {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	benchkit.PollUntil(timeout, 50*time.Millisecond, func() bool { return o.upgradedCount() >= o.n })
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.lastUpgraded

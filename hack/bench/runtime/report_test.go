@@ -84,40 +84,6 @@ func TestSeriesOf(t *testing.T) {
 	}))
 }
 
-func TestNiceStep(t *testing.T) {
-	cases := []struct {
-		span float64
-		n    int
-		want float64
-	}{
-		{1000, 5, 200},
-		{1100, 6, 200},
-		{95, 6, 20},
-		{7, 6, 2},
-		{0, 5, 1},
-	}
-	for _, tc := range cases {
-		NewWithT(t).Expect(niceStep(tc.span, tc.n)).To(Equal(tc.want), "span %v", tc.span)
-	}
-}
-
-func TestAxis(t *testing.T) {
-	cases := []struct {
-		max, pad  float64
-		n         int
-		end, step float64
-	}{
-		{1000, 1.05, 5, 1200, 200}, // not 1500: the room is not a whole tick
-		{200, 1.05, 5, 250, 50},
-		{206.8, 1.1, 6, 250, 50},
-		{8.7, 1.1, 6, 10, 2},
-	}
-	for _, tc := range cases {
-		end, step := axis(tc.max, tc.n, tc.pad)
-		NewWithT(t).Expect([]float64{end, step}).To(Equal([]float64{tc.end, tc.step}), "max %v", tc.max)
-	}
-}
-
 func TestRatio(t *testing.T) {
 	cases := []struct {
 		name           string

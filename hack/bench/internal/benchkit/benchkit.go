@@ -4,21 +4,17 @@
 package benchkit
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/acme/platform-operator/internal/process"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -167,109 +163,47 @@ func Sorted(ds []time.Duration) []time.Duration {
 	return out
 }
 
-// FreeAddr returns a free 127.0.0.1:port.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// Process is a command run by a benchmark, with its output in a log file
-// and a plain-HTTP metrics endpoint.
-type Process struct {
-	Cmd         *exec.Cmd
-	MetricsAddr string
-	LogFile     string
-}
-
-// StartProcess starts cmd with stdout and stderr in logFile and waits up to
-// a minute for http://metricsAddr/metrics to answer.
-func StartProcess(cmd *exec.Cmd, metricsAddr, logFile string) (*Process, error) {
-	logf, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &Process{Cmd: cmd, MetricsAddr: metricsAddr, LogFile: logFile}
-	for range 300 {
-		if _, err := p.Metrics(); err == nil {
-			return p, nil
+// PollUntil calls done every interval until it reports true or timeout
+// has passed; it reports whether done did.
+func PollUntil(timeout, interval time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if done() {
+			return true
 		}
-		if cmd.ProcessState != nil {
-			break
+		if !time.Now().Before(deadline) {
+			return false
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	p.Stop()
-	return nil, fmt.Errorf("%s did not serve metrics on %s within 60s (log: %s)", cmd.Path, metricsAddr, logFile)
-}
-
-// Pid is the process id.
-func (p *Process) Pid() int { return p.Cmd.Process.Pid }
-
-// Stop sends SIGTERM, and SIGKILL after 30 s.
-func (p *Process) Stop() {
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.Cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = p.Cmd.Process.Kill()
-		<-done
+		time.Sleep(interval)
 	}
 }
 
-// Metrics returns the text of the metrics endpoint.
-func (p *Process) Metrics() (string, error) {
-	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
+// Settled waits until the value read returns has not changed for quiet
+// and done holds for it (nil: always), at most timeout. It returns how
+// long it waited and the last value.
+func Settled[T comparable](read func() T, done func(T) bool, quiet, timeout time.Duration) (time.Duration, T) {
+	start := time.Now()
+	var last T
+	first, since := true, time.Now()
+	PollUntil(timeout, 250*time.Millisecond, func() bool {
+		v := read()
+		if first || v != last {
+			first, last, since = false, v, time.Now()
+		}
+		return time.Since(since) >= quiet && (done == nil || done(v))
+	})
+	return time.Since(start), last
 }
 
-// Metric sums the samples of the metric name whose line contains every
-// filter; 0 when the endpoint does not answer.
-func (p *Process) Metric(name string, filters ...string) float64 {
-	text, err := p.Metrics()
+// Metric is the sum of the samples of a metric of p whose labels include
+// every key=value of labels; 0 when p does not answer (the benchmarks
+// poll).
+func Metric(p *process.Process, name string, labels ...string) float64 {
+	v, err := p.Metric(name, labels...)
 	if err != nil {
 		return 0
 	}
-	return SumMetric(text, name, filters...)
-}
-
-// SumMetric sums the samples of name in a Prometheus text exposition whose
-// line contains every filter.
-func SumMetric(text, name string, filters ...string) float64 {
-	var sum float64
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-lines:
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				continue lines
-			}
-		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		sum += v
-	}
-	return sum
+	return v
 }
 
 // Processes are named processes whose CPU use over a phase is compared.

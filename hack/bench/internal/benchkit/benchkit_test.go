@@ -47,31 +47,24 @@ func TestSorted(t *testing.T) {
 	NewWithT(t).Expect(in).To(Equal([]time.Duration{3, 1, 2})) // a copy
 }
 
-func TestSumMetric(t *testing.T) {
-	text := `# HELP rest_client_requests_total Number of HTTP requests.
-# TYPE rest_client_requests_total counter
-rest_client_requests_total{code="200",host="h",method="GET"} 170
-rest_client_requests_total{code="201",host="h",method="POST"} 19
-rest_client_requests_total_other 5
-controller_runtime_reconcile_total{controller="nginx-controller",result="success"} 12
-controller_runtime_reconcile_total{controller="nginx-controller",result="error"} 1
-process_cpu_seconds_total 4.5
-`
-	cases := []struct {
-		name    string
-		metric  string
-		filters []string
-		want    float64
-	}{
-		{name: "all samples of a labelled metric, not a longer name", metric: "rest_client_requests_total", want: 189},
-		{name: "filtered by a label", metric: "rest_client_requests_total", filters: []string{`method="GET"`}, want: 170},
-		{name: "every filter must match", metric: "controller_runtime_reconcile_total", filters: []string{`controller="nginx-controller"`, `result="success"`}, want: 12},
-		{name: "an unlabelled metric", metric: "process_cpu_seconds_total", want: 4.5},
-		{name: "a missing metric is 0", metric: "nope", want: 0},
+func TestSettled(t *testing.T) {
+	g := NewWithT(t)
+	t.Log("a value that stops changing settles once it held for quiet and done holds")
+	n := 0
+	read := func() int {
+		if n < 3 {
+			n++
+		}
+		return n
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(SumMetric(text, tc.metric, tc.filters...)).To(Equal(tc.want))
-		})
-	}
+	waited, last := Settled(read, func(v int) bool { return v == 3 }, 300*time.Millisecond, 5*time.Second)
+	g.Expect(last).To(Equal(3))
+	g.Expect(waited).To(BeNumerically(">=", 300*time.Millisecond))
+	g.Expect(waited).To(BeNumerically("<", 5*time.Second))
+
+	t.Log("done that never holds runs into the timeout")
+	waited, _ = Settled(func() int { return 1 }, func(int) bool { return false }, 0, 600*time.Millisecond)
+	g.Expect(waited).To(BeNumerically(">=", 600*time.Millisecond))
+	g.Expect(PollUntil(100*time.Millisecond, 10*time.Millisecond, func() bool { return false })).To(BeFalse())
+	g.Expect(PollUntil(time.Second, 10*time.Millisecond, func() bool { return true })).To(BeTrue())
 }
