@@ -17,9 +17,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/acme/platform-operator/internal/localcluster"
 	"github.com/acme/platform-operator/internal/localcluster/hostpath"
 )
@@ -99,11 +96,7 @@ func provision(ctx context.Context, kubeconfig, dir string) error {
 	if kubeconfig == "" || dir == "" {
 		return fmt.Errorf("--kubeconfig and --dir are required")
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := localcluster.Clientset(kubeconfig)
 	if err != nil {
 		return err
 	}

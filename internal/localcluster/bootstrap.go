@@ -49,11 +49,7 @@ func serverFromKubeconfig(path string) (string, error) {
 // Pods: Nodes Ready (when kwok runs, or the real node registers itself) and
 // the default ServiceAccount created by kube-controller-manager.
 func bootstrap(ctx context.Context, kubeconfig string, nodes int, withKwok, realNode bool) error {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := Clientset(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -134,4 +130,13 @@ func fakeNode(name string) *corev1.Node {
 			},
 		},
 	}
+}
+
+// Clientset returns a client of the cluster kubeconfig points to.
+func Clientset(kubeconfig string) (*kubernetes.Clientset, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
 }

@@ -256,8 +256,9 @@ func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) 
 }
 
 func startRegistry(ctx context.Context, p procs) error {
-	cfg := filepath.Join(p.stateDir, "registry.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 0.1
+	storage := filepath.Join(p.stateDir, "registry")
+	// The plain-HTTP listener the node and pushes use.
+	if err := startRegistryProcess(ctx, p, "docker-registry", RegistryAddress, fmt.Sprintf(`version: 0.1
 log:
   level: warn
 storage:
@@ -267,24 +268,13 @@ storage:
     enabled: true
 http:
   addr: %s
-`, filepath.Join(p.stateDir, "registry"), RegistryAddress)), 0o644); err != nil {
-		return err
-	}
-	if c, err := net.DialTimeout("tcp", RegistryAddress, time.Second); err == nil {
-		c.Close()
-		return fmt.Errorf("%s is taken: another registry (or local cluster) runs", RegistryAddress)
-	}
-	if err := p.start("docker-registry", "serve", cfg); err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 30*time.Second, func() error { return httpOK(ctx, "http://"+RegistryAddress+"/v2/") }); err != nil {
+`, storage, RegistryAddress)); err != nil {
 		return err
 	}
 	// The HTTPS listener: a second process on the same storage; it only
 	// serves pulls (pushes go to RegistryAddress), and neither caches blob
 	// descriptors, so it sees every push at once.
-	tlsCfg := filepath.Join(p.stateDir, "registry-tls.yaml")
-	if err := os.WriteFile(tlsCfg, []byte(fmt.Sprintf(`version: 0.1
+	return startRegistryProcess(ctx, p, "registry-tls", RegistryTLSAddress, fmt.Sprintf(`version: 0.1
 log:
   level: warn
 storage:
@@ -298,19 +288,26 @@ http:
   tls:
     certificate: %s
     key: %s
-`, filepath.Join(p.stateDir, "registry"), RegistryTLSAddress,
-		filepath.Join(p.stateDir, registryCertFile), filepath.Join(p.stateDir, registryKeyFile))), 0o644); err != nil {
+`, storage, RegistryTLSAddress,
+		filepath.Join(p.stateDir, registryCertFile), filepath.Join(p.stateDir, registryKeyFile)))
+}
+
+// startRegistryProcess runs docker-registry as name with config on addr,
+// which must be free, and waits until addr accepts connections.
+func startRegistryProcess(ctx context.Context, p procs, name, addr, config string) error {
+	cfg := filepath.Join(p.stateDir, name+".yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return err
 	}
-	if c, err := net.DialTimeout("tcp", RegistryTLSAddress, time.Second); err == nil {
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
-		return fmt.Errorf("%s is taken: another registry (or local cluster) runs", RegistryTLSAddress)
+		return fmt.Errorf("%s is taken: another registry (or local cluster) runs", addr)
 	}
-	if err := p.start("registry-tls", "serve", tlsCfg); err != nil {
+	if err := p.start(name, "serve", cfg); err != nil {
 		return err
 	}
 	return waitFor(ctx, 30*time.Second, func() error {
-		c, err := net.DialTimeout("tcp", RegistryTLSAddress, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 		}
