@@ -62,6 +62,10 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: golangci-lint ## Lint the Go code with golangci-lint (.golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: lint-charts
 lint-charts: helm ## Lint every chart with helm lint --strict (with <chart>/ci/lint-values.yaml when the chart has required values).
 	@for c in helm-charts/*/; do \
@@ -73,12 +77,12 @@ lint-charts: helm ## Lint every chart with helm lint --strict (with <chart>/ci/l
 test: test-unit test-integration test-e2e ## Run every test: unit, integration (API server) and end-to-end (full local cluster).
 
 .PHONY: test-unit
-test-unit: vet verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
 	go test -count=1 $$(go list ./... | grep -v -e /test/e2e)
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./internal/crdgen/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./internal/crdgen/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.
@@ -413,12 +417,14 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
 HELM ?= $(LOCALBIN)/helm
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 
-.PHONY: operator-sdk helm kustomize controller-gen
+.PHONY: operator-sdk helm kustomize controller-gen golangci-lint
 operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
 helm: $(HELM) ## Build helm into bin/.
 kustomize: $(KUSTOMIZE) ## Build kustomize into bin/.
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
 
 $(OPM): hack/tools/opm/go.mod
 	cd hack/tools/opm && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
@@ -441,6 +447,9 @@ $(LOCALBIN)/helm-operator-plugins: hack/tools/helm-operator-plugins/go.mod
 
 $(LOCALBIN)/helm-operator: hack/tools/sdk-helm-operator/go.mod
 	cd hack/tools/sdk-helm-operator && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/helm-operator
+
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
+	cd hack/tools/golangci-lint && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/platform-operator/internal/testenv"
+
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // minimalSpecs is a valid spec per chart kind (the chart's required values),
@@ -42,8 +43,7 @@ var minimalSpecs = map[string]map[string]any{
 // Needs KUBEBUILDER_ASSETS (a directory with etcd and kube-apiserver, e.g.
 // bin/k8s after `make cluster-binaries`); skipped without it.
 func TestNameLimitOnAPIServer(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set: this test needs a directory with etcd and kube-apiserver (`make test-integration` sets it)")
 	}
 	g := NewWithT(t)
@@ -55,19 +55,13 @@ func TestNameLimitOnAPIServer(t *testing.T) {
 		crdFiles = append(crdFiles, filepath.Join(root, "config", "crd", "bases", k.FileName()))
 	}
 
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crdFiles,
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred(), "start envtest")
+	env := testenv.Start(crdFiles...)
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stop envtest: %v", err)
 		}
 	})
-	g.Expect(env.CRDs).To(HaveLen(len(kinds)))
+	cfg := env.Require(t)
 	c, err := client.New(cfg, client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/platform-operator/internal/testenv"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -30,14 +31,12 @@ const (
 )
 
 var suite struct {
-	// skip is set when the integration tests cannot run and should be skipped.
-	skip string
-	// err is set when the test environment was requested but is broken.
+	env *testenv.Env
+	// err is why the suite's runtime could not start.
 	err error
 
-	cfg *rest.Config
-	k8s client.Client
-	// logFile receives the runtime's logs.
+	cfg     *rest.Config
+	k8s     client.Client
 	logFile string
 
 	runMu   sync.Mutex
@@ -50,24 +49,25 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		suite.skip = "KUBEBUILDER_ASSETS is not set: integration tests need a directory with etcd and kube-apiserver (`make test` sets it)"
-		return m.Run()
-	}
-	stop, err := startSuite(assets)
-	if err != nil {
-		suite.err = err
-		fmt.Fprintf(os.Stderr, "integration test environment failed: %v\n", err)
+	suite.env = testenv.Start(filepath.Join("testdata", "crds"))
+	var stop func() error
+	if suite.env.Running() {
+		var err error
+		if stop, err = startRuntime(suite.env.Config); err != nil {
+			suite.err = err
+			fmt.Fprintf(os.Stderr, "integration test environment failed: %v\n", err)
+		}
 	}
 	code := m.Run()
 	if stop != nil {
 		if err := stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the integration test environment: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+			fmt.Fprintf(os.Stderr, "stopping the runtime: %v\n", err)
+			code = max(code, 1)
 		}
+	}
+	if err := suite.env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the integration test environment: %v\n", err)
+		code = max(code, 1)
 	}
 	if suite.logFile != "" {
 		fmt.Fprintf(os.Stderr, "runtime logs: %s\n", suite.logFile)
@@ -75,18 +75,9 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// startSuite starts envtest and the runtime; the returned function stops both.
-func startSuite(assets string) (stop func() error, err error) {
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		fi, err := os.Stat(filepath.Join(assets, bin))
-		if err != nil {
-			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s: %w", assets, err)
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s: %s is not an executable file", assets, bin)
-		}
-	}
-
+// startRuntime runs the runtime (Run) against cfg with the test watches,
+// its logs in a file.
+func startRuntime(cfg *rest.Config) (stop func() error, err error) {
 	logs, err := os.CreateTemp("", "helmruntime-test-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("create log file: %w", err)
@@ -94,29 +85,15 @@ func startSuite(assets string) (stop func() error, err error) {
 	suite.logFile = logs.Name()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
 
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("testdata", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	started := time.Now()
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("start envtest: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "envtest started in %s\n", time.Since(started).Round(time.Millisecond))
-	stopEnv := func() error {
-		err := env.Stop()
-		return errors.Join(err, logs.Close())
-	}
+	closeLogs := logs.Close
 
 	k8s, err := client.New(cfg, client.Options{Scheme: NewScheme()})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("create client: %w", err), stopEnv())
+		return nil, errors.Join(fmt.Errorf("create client: %w", err), closeLogs())
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testReleaseNamespace}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
-		return nil, errors.Join(fmt.Errorf("create release namespace: %w", err), stopEnv())
+		return nil, errors.Join(fmt.Errorf("create release namespace: %w", err), closeLogs())
 	}
 	suite.cfg, suite.k8s = cfg, k8s
 
@@ -130,7 +107,7 @@ func startSuite(assets string) (stop func() error, err error) {
 	opts.MaxConcurrentReconciles = testDefaultMaxConcurrentReconciles
 	opts.ReleaseNamespace = testReleaseNamespace
 	if err := opts.Complete(Env{Getenv: func(string) string { return "" }}); err != nil {
-		return nil, errors.Join(err, stopEnv())
+		return nil, errors.Join(err, closeLogs())
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,7 +131,7 @@ func startSuite(assets string) (stop func() error, err error) {
 		case <-time.After(time.Minute):
 			errs = append(errs, errors.New("runtime did not stop within a minute of cancellation"))
 		}
-		errs = append(errs, stopEnv())
+		errs = append(errs, closeLogs())
 		return errors.Join(errs...)
 	}, nil
 }
@@ -164,9 +141,7 @@ func startSuite(assets string) (stop func() error, err error) {
 // shared client otherwise.
 func requireEnv(t *testing.T) client.Client {
 	t.Helper()
-	if suite.skip != "" {
-		t.Skip(suite.skip)
-	}
+	suite.env.Require(t)
 	if suite.err != nil {
 		t.Fatalf("integration test environment is broken: %v", suite.err)
 	}

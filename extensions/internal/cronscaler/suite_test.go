@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acme/platform-operator/internal/testenv"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 )
@@ -25,7 +26,7 @@ import (
 // of what watches do run the controller in a manager of their own
 // (startController).
 var suite struct {
-	skip   string
+	env    *testenv.Env
 	err    error
 	k8s    client.Client
 	cfg    *rest.Config
@@ -37,29 +38,19 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		suite.skip = "KUBEBUILDER_ASSETS is not set: integration tests need a directory with etcd and kube-apiserver (`make test-integration` sets it)"
-		return m.Run()
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths: []string{
-			filepath.Join("..", "..", "..", "config", "crd", "bases", "autoscaling.acme.com_cronscalers.yaml"),
-			filepath.Join("..", "..", "..", "config", "crd", "bases", "web.acme.com_nginxes.yaml"),
-		},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		suite.err = fmt.Errorf("start envtest: %w", err)
-		return m.Run()
-	}
+	suite.env = testenv.Start(
+		filepath.Join("..", "..", "..", "config", "crd", "bases", "autoscaling.acme.com_cronscalers.yaml"),
+		filepath.Join("..", "..", "..", "config", "crd", "bases", "web.acme.com_nginxes.yaml"),
+	)
 	defer func() {
-		if err := env.Stop(); err != nil {
+		if err := suite.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
+	if !suite.env.Running() {
+		return m.Run()
+	}
+	cfg := suite.env.Config
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = autoscalingv1alpha1.AddToScheme(scheme)
@@ -111,9 +102,7 @@ func (c listsFromCache) List(ctx context.Context, list client.ObjectList, opts .
 // needAPIServer skips or fails a test that needs the API server.
 func needAPIServer(t *testing.T) client.Client {
 	t.Helper()
-	if suite.skip != "" {
-		t.Skip(suite.skip)
-	}
+	suite.env.Require(t)
 	if suite.err != nil {
 		t.Fatal(suite.err)
 	}
