@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"strings"
 
-	"github.com/acme/platform-operator/internal/manifest"
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/manifest"
 )
 
 // generatedAlphabet is the alphabet of generated values: letters and

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/platform-operator/internal/manifest"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/manifest"
 )
 
 func chartWithAnnotation(value string) *chart.Chart {

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/acme/platform-operator/internal/managersetup"
 )
 
 const (
