@@ -362,11 +362,6 @@ func TestNamespaceTenantSchemaContract(t *testing.T) {
 	NewWithT(t).Expect(schema["required"]).To(ConsistOf("namespaceName", "adminUsername"))
 }
 
-func asSlice(v interface{}) []interface{} {
-	s, _ := v.([]interface{})
-	return s
-}
-
 func TestNamespaceTenantChartMetadata(t *testing.T) {
 	g := NewWithT(t)
 	ch, err := LoadChart(tenantChartDir)

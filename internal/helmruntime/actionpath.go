@@ -128,7 +128,7 @@ type libraryClient struct {
 
 // DryRunUpgrade passes the dry-run upgrade to the library.
 func (c libraryClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	return c.Upgrade(name, namespace, chrt, vals, opts...)
 }
 
 // splitDryRuns is the top of the path: what the library's reconciler calls.

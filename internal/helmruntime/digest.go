@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"maps"
 	"regexp"
 	"sync"
@@ -132,7 +133,7 @@ func digestOfChart(chrt *chart.Chart) chartDigest {
 }
 
 // hashChart writes chrt's content, and its dependencies', to h.
-func hashChart(h interface{ Write([]byte) (int, error) }, chrt *chart.Chart) (skippable, capabilities bool, err error) {
+func hashChart(h hash.Hash, chrt *chart.Chart) (skippable, capabilities bool, err error) {
 	// Every field is length-prefixed by encoding/json or explicitly, so that
 	// no two different charts produce the same byte stream.
 	content := struct {

@@ -27,7 +27,7 @@ func NewScheme() *runtime.Scheme {
 // ws are the watches the manager's reconcilers will serve (their custom
 // resources are cached whole, see cacheOptions).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
-	o := opts.Options.ManagerOptions(NewScheme())
+	o := opts.ManagerOptions(NewScheme())
 	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws))
 	return o
 }

@@ -165,7 +165,7 @@ func TestReleaseInstalledByHand(t *testing.T) {
 
 	// Helm as a person would use it: release Secrets without owner
 	// references and without owner labels.
-	acg := libraryActionClientGetter(t, helmclient.DisableStorageOwnerRefInjection(true))
+	acg := libraryActionClientGetter(t, helmclient.StorageDriverMapper(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{DisableOwnerRefInjection: true})))
 	anchor := &corev1.ConfigMap{}
 	anchor.SetNamespace(ns)
 	anchor.SetName("anchor")

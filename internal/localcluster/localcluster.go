@@ -494,7 +494,7 @@ func waitFor(ctx context.Context, timeout time.Duration, f func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -33,7 +33,7 @@ func TestParseGeneratedValues(t *testing.T) {
 		},
 		// Mistakes are errors, so a chart cannot silently lose its password.
 		{name: "not a list", annotation: "path: a", wantErr: "annotation"},
-		{name: "unknown field", annotation: "- path: a\n  lenght: 20", wantErr: "lenght"},
+		{name: "unknown field", annotation: "- path: a\n  size: 20", wantErr: "size"},
 		{name: "empty path", annotation: "- length: 20", wantErr: "path must be set"},
 		{name: "empty segment", annotation: "- path: a..b", wantErr: "empty segment"},
 		{name: "too short", annotation: "- path: a\n  length: 8", wantErr: "length must be"},

@@ -149,7 +149,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "e2e: starting the %s: %v\n", p.name, err)
 			return 1
 		}
-		defer p.stop()
+		defer func() { _ = p.stop() }()
 	}
 
 	code := m.Run()

@@ -133,7 +133,9 @@ func testScorecard(t *testing.T) {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	g.Expect(json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list)).To(Succeed(), out)
+	from := strings.Index(out, "{")
+	g.Expect(from).NotTo(BeNumerically("<", 0), out)
+	g.Expect(json.Unmarshal([]byte(out[from:]), &list)).To(Succeed(), out)
 	var results []string
 	for _, item := range list.Items {
 		for _, r := range item.Status.Results {

@@ -121,9 +121,6 @@ func condition(u *unstructured.Unstructured, t string) (string, string, string) 
 func getCR(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
 	return cluster.Get(ctx, gvk, ns, name)
 }
-func execIn(ns, pod, container string, command ...string) (string, error) {
-	return cluster.ExecIn(ns, pod, container, command...)
-}
 func httpGet(ns, host string, port int, path string) (string, error) {
 	return cluster.HTTPGet(ns, host, port, path)
 }
