@@ -201,21 +201,6 @@ func testALMExamples(t *testing.T) {
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), out)
 }
 
-func webAppManifest(name string, replicas int) string {
-	return fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
-kind: WebApp
-metadata:
-  name: %s
-spec:
-  deploymentTier: dev
-  webAppImage: %s
-  webAppHostname: %s.example.test
-  webAppReplicas: %d
-  database:
-    image: {repository: %s, tag: %q}
-`, name, appImage, name, replicas, postgresRepo, postgresTag)
-}
-
 func dbPassword(g Gomega, ns, name string) string {
 	s := &corev1.Secret{}
 	g.ExpectWithOffset(1, cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
@@ -258,9 +243,9 @@ func testBundleUpgrade(t *testing.T) {
 	const name = "shop"
 	ns := webAppNamespace
 	cluster.CreateNamespace(t, ns)
-	cluster.ClientPod(t, ns, nginxImage)
+	cluster.ClientPod(t, ns, realnode.NginxImage)
 	host := name + "." + ns + ".svc.cluster.local"
-	cluster.Apply(t, ns, webAppManifest(name, 1))
+	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1))
 	expectServing(t, ns, name, 1)
 	password := dbPassword(g, ns, name)
 	value := "order-" + rand.String(8)
@@ -295,7 +280,7 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(out).To(ContainSubstring(value), "the data written before the upgrade")
 
 	t.Log("an edit after the upgrade is a Helm upgrade by the new operator")
-	cluster.Apply(t, ns, webAppManifest(name, 2))
+	cluster.Apply(t, ns, realnode.WebAppManifest(name, 2))
 	g.Eventually(func(g Gomega) {
 		cr, err := cluster.Get(ctx, webAppGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -402,7 +387,7 @@ metadata:
 spec:
   replicaCount: 1
   image: {repository: %s, tag: %q}
-`, name, nginxRepo, nginxTag))
+`, name, realnode.NginxRepo, realnode.NginxTag))
 	g.Eventually(func(g Gomega) {
 		cr, err := cluster.Get(ctx, nginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -7,7 +7,6 @@
 package olm
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,15 +39,6 @@ const (
 	upgradeDecompressionStandIn = "localhost:5000/ubi9/ubi:9.7"
 	firstVersion                = "0.1.0"
 	upgradeVersion              = "0.1.1"
-
-	// The workloads' stand-ins (make workload-images).
-	nginxRepo     = "localhost:5000/nginx-unprivileged"
-	nginxTag      = "1.22-bookworm"
-	nginxImage    = nginxRepo + ":" + nginxTag
-	appImage      = "localhost:5000/webapp-test-app:v1"
-	postgresRepo  = "localhost:5000/postgres"
-	postgresTag   = "15-bookworm"
-	postgresImage = postgresRepo + ":" + postgresTag
 )
 
 var (
@@ -76,32 +66,16 @@ func envOr(k, def string) string {
 	return def
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(realnode.Main(m, "olm", "OLM_E2E", "make test-olm", setup, func() { dump("olm", operatorNamespace, "operators") }))
+}
 
-func run(m *testing.M) int {
-	if os.Getenv("OLM_E2E") != "1" || os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "olm: skipped; `make test-olm` (as root) runs these tests on a real node")
-		return 0
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
+// setup pushes the images make test-olm built, builds the bundles of both
+// versions, and installs OLM.
+func setup(c *realnode.Cluster) error {
+	cluster = c
+	root := c.Root
 	start := time.Now()
-	cluster, err = realnode.Up(ctx, root, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "olm:", err)
-		return 1
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "olm: stopping the local cluster:", err)
-		}
-	}()
-	fmt.Fprintf(os.Stderr, "olm: cluster with a real node up in %s\n", time.Since(start).Round(time.Millisecond))
-
-	start = time.Now()
 	// operator-sdk run bundle-upgrade has no --decompression-image flag: its
 	// catalog Pod's init container always runs operator-sdk's default,
 	// registry.access.redhat.com/ubi9/ubi:9.7, which cannot be pulled here.
@@ -109,10 +83,9 @@ func run(m *testing.M) int {
 	// the opm image, which has the sh, cat and gzip that container runs,
 	// goes by that path.
 	if out, err := exec.Command("docker", "tag", opmImage, upgradeDecompressionStandIn).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "olm: docker tag %s: %v\n%s", upgradeDecompressionStandIn, err, out)
-		return 1
+		return fmt.Errorf("docker tag %s: %w\n%s", upgradeDecompressionStandIn, err, out)
 	}
-	images := []string{olmImage, opmImage, scorecardImage, upgradeDecompressionStandIn, nginxImage, appImage, postgresImage}
+	images := []string{olmImage, opmImage, scorecardImage, upgradeDecompressionStandIn, realnode.NginxImage, realnode.AppImage, realnode.PostgresImage}
 	for _, v := range []string{firstVersion, upgradeVersion} {
 		// One image per version, as a release has: the same binaries, a
 		// version label, so the two have different digests.
@@ -121,19 +94,16 @@ func run(m *testing.M) int {
 		build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
 		build.Stdin = strings.NewReader(fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v))
 		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "olm: building %s: %v\n%s", img, err, out)
-			return 1
+			return fmt.Errorf("building %s: %w\n%s", img, err, out)
 		}
 		images = append(images, img)
 	}
 	if err := cluster.Push(images...); err != nil {
-		fmt.Fprintln(os.Stderr, "olm:", err)
-		return 1
+		return err
 	}
 	for _, v := range []string{firstVersion, upgradeVersion} {
 		if err := buildBundle(root, v, operatorRepo+":v"+v, bundleRepo+":v"+v); err != nil {
-			fmt.Fprintln(os.Stderr, "olm:", err)
-			return 1
+			return err
 		}
 		bundleImages[v] = tlsName(bundleRepo + ":v" + v)
 	}
@@ -141,17 +111,12 @@ func run(m *testing.M) int {
 
 	start = time.Now()
 	if out, err := olmScript("install"); err != nil {
-		fmt.Fprintf(os.Stderr, "olm: installing OLM: %v\n%s", err, out)
 		dump("olm")
-		return 1
+		return fmt.Errorf("installing OLM: %w\n%s", err, out)
 	}
 	fmt.Fprintf(os.Stderr, "olm: OLM installed (packageserver Succeeded) in %s\n", time.Since(start).Round(time.Millisecond))
 
-	code := m.Run()
-	if code != 0 {
-		dump("olm", operatorNamespace, "operators")
-	}
-	return code
+	return nil
 }
 
 // olmScript runs hack/olm/olm.sh with the images of this suite.

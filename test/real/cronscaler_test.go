@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
 )
 
 // runningPods counts the Running, Ready pods with label app=name.
@@ -52,7 +54,7 @@ spec:
         env: [{name: DATABASE_HOST, value: 127.0.0.1}]
         readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-`, appImage))
+`, realnode.AppImage))
 	g.Eventually(func() int { return runningPods(g, ns, "worker") }).
 		WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Equal(1))
 

@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
 )
 
 var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
@@ -31,7 +33,7 @@ spec:
       location = /healthz { return 200 "ok\n"; }
       location / { default_type text/plain; return 200 "%s\n"; }
     }
-`, name, nginxRepo, nginxTag, greeting)
+`, name, realnode.NginxRepo, realnode.NginxTag, greeting)
 }
 
 // TestNginxServes: an Nginx's pods become Ready through the chart's real

@@ -25,74 +25,42 @@ import (
 const (
 	operatorNamespace  = "platform-operator-system"
 	operatorDeployment = "platform-operator-controller-manager"
-	// The images make test-real pushes to the node's registry.
+	// The operator image make test-real pushes to the node's registry.
 	operatorImage = "localhost:5000/platform-operator:dev"
-	nginxRepo     = "localhost:5000/nginx-unprivileged"
-	nginxTag      = "1.22-bookworm"
-	appImage      = "localhost:5000/webapp-test-app:v1"
-	postgresRepo  = "localhost:5000/postgres"
-	postgresTag   = "15-bookworm"
 )
 
 var cluster *realnode.Cluster
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(realnode.Main(m, "real", "REAL_NODE_E2E", "make test-real", setup, dumpOperator))
+}
 
-func run(m *testing.M) int {
-	if os.Getenv("REAL_NODE_E2E") != "1" || os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "real: skipped; `make test-real` (as root) runs these tests on a real node")
-		return 0
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
+// setup pushes the images make test-real built and deploys the operator
+// as make deploy does.
+func setup(c *realnode.Cluster) error {
+	cluster = c
 	start := time.Now()
-	cluster, err = realnode.Up(ctx, root, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "real:", err)
-		return 1
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "real: stopping the local cluster:", err)
-		}
-	}()
-	fmt.Fprintf(os.Stderr, "real: cluster with a real node up in %s\n", time.Since(start).Round(time.Millisecond))
-
-	// The registry lives with the cluster: push what make test-real built.
-	start = time.Now()
-	if err := cluster.Push(operatorImage, nginxRepo+":"+nginxTag, appImage, postgresRepo+":"+postgresTag); err != nil {
-		fmt.Fprintln(os.Stderr, "real:", err)
-		return 1
+	if err := cluster.Push(operatorImage, realnode.NginxImage, realnode.AppImage, realnode.PostgresImage); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "real: images pushed to the node's registry in %s\n", time.Since(start).Round(time.Millisecond))
 
 	// make deploy, with the image just pushed.
-	kustomize := filepath.Join(root, "bin", "kustomize")
-	manifests, err := exec.Command(kustomize, "build", filepath.Join(root, "test", "real", "testdata", "deploy")).Output()
+	kustomize := filepath.Join(cluster.Root, "bin", "kustomize")
+	manifests, err := exec.Command(kustomize, "build", filepath.Join(cluster.Root, "test", "real", "testdata", "deploy")).Output()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "real: kustomize build:", err)
-		return 1
+		return fmt.Errorf("kustomize build: %w", err)
 	}
 	start = time.Now()
 	if out, err := kubectlIn(string(manifests), "apply", "--server-side", "-f", "-"); err != nil {
-		fmt.Fprintln(os.Stderr, "real: deploying the operator:", err, out)
-		return 1
+		return fmt.Errorf("deploying the operator: %w\n%s", err, out)
 	}
 	if out, err := kubectl("rollout", "status", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--timeout=180s"); err != nil {
-		fmt.Fprintln(os.Stderr, "real: the operator did not become ready:", err, out)
 		dumpOperator()
-		return 1
+		return fmt.Errorf("the operator did not become ready: %w\n%s", err, out)
 	}
 	fmt.Fprintf(os.Stderr, "real: operator Deployment ready %s after apply\n", time.Since(start).Round(time.Millisecond))
-
-	code := m.Run()
-	if code != 0 {
-		dumpOperator()
-	}
-	return code
+	return nil
 }
 
 // dumpOperator prints the operator Pod and its containers' logs.
@@ -129,6 +97,6 @@ func httpGet(ns, host string, port int, path string) (string, error) {
 // cluster network, on the nginx stand-in (its Debian has bash).
 func clientPod(t *testing.T, ns string) string {
 	t.Helper()
-	cluster.ClientPod(t, ns, nginxRepo+":"+nginxTag)
+	cluster.ClientPod(t, ns, realnode.NginxRepo+":"+realnode.NginxTag)
 	return "client"
 }

@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
 )
 
 // TestTenantQuotaOnRealPods: a NamespaceTenant's admin creates a
@@ -56,7 +58,7 @@ spec:
         env: [{name: DATABASE_HOST, value: 127.0.0.1}]
         readinessProbe: {httpGet: {path: /healthz, port: 8080}}
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-`, appImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
+`, realnode.AppImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	start := time.Now()
 	g.Eventually(func(g Gomega) {
@@ -82,7 +84,7 @@ spec:
     image: %s
     resources: {requests: {cpu: "6"}, limits: {cpu: "6"}}
     securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
-`, appImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
+`, realnode.AppImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("exceeded quota"))
 	t.Logf("refused: %s", lastLine(out))

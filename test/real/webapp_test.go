@@ -2,7 +2,6 @@ package real
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -13,24 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
 )
 
 var webAppGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"}
-
-func webAppManifest(name string, replicas int) string {
-	return fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
-kind: WebApp
-metadata:
-  name: %s
-spec:
-  deploymentTier: dev
-  webAppImage: %s
-  webAppHostname: %s.example.test
-  webAppReplicas: %d
-  database:
-    image: {repository: %s, tag: %q}
-`, name, appImage, name, replicas, postgresRepo, postgresTag)
-}
 
 // expectServing waits until the WebApp's app Deployment has all its pods
 // Ready (their readiness probe asks the database) and returns how long
@@ -66,7 +52,7 @@ func TestWebAppWithDatabase(t *testing.T) {
 	clientPod(t, ns)
 	host := name + "." + ns + ".svc.cluster.local"
 
-	apply(t, ns, webAppManifest(name, 1))
+	apply(t, ns, realnode.WebAppManifest(name, 1))
 	took := expectServing(t, ns, name, 1)
 	t.Logf("database and app Ready %s after the WebApp was applied", took.Round(time.Millisecond))
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -90,7 +76,7 @@ func TestWebAppWithDatabase(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = kubectl("rollout", "status", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--timeout=180s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	apply(t, ns, webAppManifest(name, 2))
+	apply(t, ns, realnode.WebAppManifest(name, 2))
 	g.Eventually(func(g Gomega) {
 		cr, err := getCR(ctx, webAppGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -112,7 +98,7 @@ func TestWebAppWithDatabase(t *testing.T) {
 		return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db-0"}, &corev1.Pod{}))
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the database pod goes")
 	g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed(), "the PVC is retained")
-	apply(t, ns, webAppManifest(name, 1))
+	apply(t, ns, realnode.WebAppManifest(name, 1))
 	took = expectServing(t, ns, name, 1)
 	t.Logf("re-created WebApp serving %s after apply", took.Round(time.Millisecond))
 	g.Expect(dbPassword(g, ns, name)).To(Equal(password))
