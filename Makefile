@@ -82,7 +82,7 @@ test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart renderin
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests against a real etcd + kube-apiserver (envtest with our binaries).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./internal/crdgen/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/crdgen/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build ## End-to-end tests: the operator's binaries on a full local cluster the tests start and stop.
@@ -99,6 +99,10 @@ test-real: node-deps node-binaries build kustomize ## End-to-end on a real node 
 .PHONY: bench-cronscaler
 bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronScalers firing in the same minute on a local cluster; prints lag, CPU and RSS.
 	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
+
+.PHONY: bench-admission
+bench-admission: cluster-binaries build ## Benchmark (not a test): 1000 creates and 1000 spec edits of Nginx through the admission webhook against the API server alone; prints p50/p90/p99.
+	go run ./hack/bench/admission --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions $(BENCH_ARGS)
 
 .PHONY: bench
 bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark (not a test): our Helm runtime against helm-operator-plugins `run` and operator-sdk's helm-operator, N=100,500,1000 (QUICK=1: N=200, 2-minute idle; BENCH_ARGS=... passes flags).

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/extensions/internal/admission"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
 	"github.com/acme/platform-operator/internal/managersetup"
@@ -31,9 +33,11 @@ func main() {
 	tenantOpts.BindFlags(pflag.CommandLine)
 	cronOpts := cronscaler.DefaultOptions()
 	cronOpts.BindFlags(pflag.CommandLine)
+	admissionOpts := admission.DefaultOptions()
+	admissionOpts.BindFlags(pflag.CommandLine)
 
 	log := managersetup.ParseFlags()
-	if err := opts.Validate(); err != nil {
+	if err := errors.Join(opts.Validate(), admissionOpts.Validate()); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)
 	}
@@ -60,6 +64,10 @@ func main() {
 		}
 		if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
 			return mgr, fmt.Errorf("set up the CronScaler controller: %w", err)
+		}
+		// The admission webhook uses the CronScaler controller's indexes.
+		if err := admission.SetupWithManager(mgr, admissionOpts); err != nil {
+			return mgr, fmt.Errorf("set up the admission webhook: %w", err)
 		}
 		return mgr, nil
 	}

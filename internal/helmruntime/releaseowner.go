@@ -126,16 +126,44 @@ func (o releaseOwner) labels() map[string]string {
 
 // recordedOwner returns the owner recorded in a release's labels.
 func recordedOwner(rel *release.Release) (releaseOwner, bool) {
-	kind, ok := rel.Labels[ReleaseOwnerKindLabel]
+	return ownerFromLabels(rel.Labels)
+}
+
+// ownerFromLabels returns the owner recorded in the labels of a release or
+// of its storage Secret (Helm copies the release's labels there).
+func ownerFromLabels(labels map[string]string) (releaseOwner, bool) {
+	kind, ok := labels[ReleaseOwnerKindLabel]
 	if !ok || kind == "" {
 		return releaseOwner{}, false
 	}
 	return releaseOwner{
 		GroupKind: schema.ParseGroupKind(kind),
-		Namespace: rel.Labels[ReleaseOwnerNamespaceLabel],
-		Name:      rel.Labels[ReleaseOwnerNameLabel],
-		UID:       types.UID(rel.Labels[ReleaseOwnerUIDLabel]),
+		Namespace: labels[ReleaseOwnerNamespaceLabel],
+		Name:      labels[ReleaseOwnerNameLabel],
+		UID:       types.UID(labels[ReleaseOwnerUIDLabel]),
 	}, true
+}
+
+// ownerFromReference returns the resource named by ref, the controller
+// owner reference of a release's storage Secret in namespace (the library
+// puts one there); false when there is none (installed by hand). An owner
+// reference names an object of the Secret's namespace or a cluster-scoped
+// one; the claimant's own kind tells which.
+func ownerFromReference(ref *metav1.OwnerReference, namespace string, claimant releaseOwner) (releaseOwner, bool) {
+	if ref == nil {
+		return releaseOwner{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return releaseOwner{}, false
+	}
+	owner := releaseOwner{GroupKind: gv.WithKind(ref.Kind).GroupKind(), Name: ref.Name, UID: ref.UID}
+	if owner.GroupKind == claimant.GroupKind {
+		owner.Namespace = claimant.Namespace
+	} else {
+		owner.Namespace = namespace
+	}
+	return owner, true
 }
 
 // ReleaseConflictError refuses an action on a release that belongs to
@@ -274,23 +302,8 @@ func (c *ownedActionClient) storageOwner(rel *release.Release) (releaseOwner, bo
 		}
 		return releaseOwner{}, false, fmt.Errorf("read the storage of release %s: %w", key, err)
 	}
-	ref := metav1.GetControllerOf(&s)
-	if ref == nil {
-		return releaseOwner{}, false, nil
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return releaseOwner{}, false, nil
-	}
-	owner := releaseOwner{GroupKind: gv.WithKind(ref.Kind).GroupKind(), Name: ref.Name, UID: ref.UID}
-	// An owner reference names an object of the Secret's namespace or a
-	// cluster-scoped one; this resource's own kind tells which.
-	if owner.GroupKind == c.owner.GroupKind {
-		owner.Namespace = c.owner.Namespace
-	} else {
-		owner.Namespace = c.namespace
-	}
-	return owner, true, nil
+	owner, ok := ownerFromReference(metav1.GetControllerOfNoCopy(&s), c.namespace, c.owner)
+	return owner, ok, nil
 }
 
 // recordOwner stores this resource as the owner of the deployed record rel,

@@ -21,14 +21,25 @@ import (
 type Env struct {
 	// Config reaches the API server as an administrator.
 	Config *rest.Config
-	env    *envtest.Environment
-	skip   string
-	err    error
+	// Webhooks says where the API server calls the webhooks installed
+	// by StartWithWebhooks: serve them on Webhooks.LocalServingHost and
+	// LocalServingPort with the certificate in LocalServingCertDir.
+	Webhooks *envtest.WebhookInstallOptions
+	env      *envtest.Environment
+	skip     string
+	err      error
 }
 
 // Start starts the API server with the CRDs of crdPaths installed; a path
 // that does not exist is an error, not a silently missing kind.
 func Start(crdPaths ...string) *Env {
+	return StartWithWebhooks(nil, crdPaths...)
+}
+
+// StartWithWebhooks is Start with the webhook configurations in the YAML
+// files of webhookPaths installed, pointed at a local server (see
+// Env.Webhooks).
+func StartWithWebhooks(webhookPaths []string, crdPaths ...string) *Env {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return &Env{skip: "KUBEBUILDER_ASSETS is not set: integration tests need a directory with etcd and kube-apiserver (`make test-integration` sets it)"}
@@ -46,6 +57,9 @@ func Start(crdPaths ...string) *Env {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
+		// The API server calls the webhooks at localhost: a serving
+		// certificate for a DNS name (not an IP address) verifies too.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: webhookPaths, LocalServingHostExternalName: "localhost"},
 	}}
 	started := time.Now()
 	cfg, err := e.env.Start()
@@ -55,6 +69,9 @@ func Start(crdPaths ...string) *Env {
 	}
 	fmt.Fprintf(os.Stderr, "envtest started in %s\n", time.Since(started).Round(time.Millisecond))
 	e.Config = cfg
+	if len(webhookPaths) > 0 {
+		e.Webhooks = &e.env.WebhookInstallOptions
+	}
 	return e
 }
 

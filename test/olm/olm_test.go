@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -48,6 +49,7 @@ func TestOLM(t *testing.T) {
 		{"RunBundle", testRunBundle},
 		{"Scorecard", testScorecard},
 		{"ALMExamplesDeployed", testALMExamples},
+		{"WebhookRefusesAtApply", testWebhook},
 		{"BundleUpgradeKeepsReleases", testBundleUpgrade},
 		{"CleanupLeavesNothing", testCleanup},
 		{"CatalogSubscription", testCatalogSubscription},
@@ -322,6 +324,9 @@ func testCleanup(t *testing.T) {
 			g.Expect(c.Spec.Group).NotTo(BeElementOf("web.acme.com", "tenancy.acme.com", "autoscaling.acme.com"), "CRD %s left", c.Name)
 		}
 		g.Expect(releaseRevisions(g)).To(BeEmpty(), "Helm release Secrets left")
+		var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+		g.Expect(cluster.Client.List(ctx, &hooks, client.MatchingLabels{"olm.owner.namespace": operatorNamespace})).To(Succeed())
+		g.Expect(hooks.Items).To(BeEmpty(), "webhook configurations left")
 		for _, tenantNS := range []string{"team-payments", "team-x"} {
 			err := cluster.Client.Get(ctx, client.ObjectKey{Name: tenantNS}, &corev1.Namespace{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "tenant namespace %s left: %v", tenantNS, err)
@@ -329,6 +334,37 @@ func testCleanup(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	// The PVC of the WebApp's database is kept by design (Retain); it is
 	// the user's data, not the operator's.
+}
+
+// testWebhook: the admission webhook declared in the CSV, with the
+// certificate OLM issued, refuses at apply a release name another resource
+// holds and a spec the chart does not render with.
+func testWebhook(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+	g.Expect(cluster.Client.List(ctx, &hooks, client.MatchingLabels{"olm.owner.namespace": operatorNamespace})).To(Succeed())
+	g.Expect(hooks.Items).To(HaveLen(4), "one configuration per webhookdefinition of the CSV")
+	for _, h := range hooks.Items {
+		g.Expect(h.Webhooks).To(HaveLen(1))
+		g.Expect(h.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty(), h.Name)
+	}
+
+	const ns = "olm-webhook"
+	cluster.CreateNamespace(t, ns)
+	cluster.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: shop}, spec: {replicaCount: 0}}")
+	out, err := cluster.KubectlIn("{apiVersion: web.acme.com/v1alpha1, kind: WebApp, metadata: {name: shop}, "+
+		"spec: {deploymentTier: dev, webAppImage: 'app:1', webAppHostname: shop.example.com}}", "apply", "-n", ns, "-f", "-")
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("denied the request"))
+	g.Expect(out).To(ContainSubstring("release shop in namespace " + ns + " belongs to Nginx " + ns + "/shop"))
+	t.Logf("refused: %s", lastLine(out))
+	out, err = cluster.KubectlIn("{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: ports}, "+
+		"spec: {containerPort: 8081, statusPort: 8081}}", "apply", "-n", ns, "-f", "-")
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("containerPort and statusPort must differ"))
+	out, err = cluster.Kubectl("delete", "namespace", ns, "--wait=true", "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 }
 
 // testCatalogSubscription: the bundle published in a file-based catalog

@@ -1,0 +1,368 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/extensions/internal/cronscaler"
+	"github.com/acme/platform-operator/internal/testenv"
+)
+
+// The integration tests run the webhook as the sidecar does, in a manager
+// of its own, behind the ValidatingWebhookConfiguration of config/webhook
+// installed on a real API server (envtest rewrites its clientConfig to
+// this process and issues a certificate for it). Every refusal is asserted
+// on what a client of the API server gets back from a create or update.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	// The watches file names its charts relative to the repository root,
+	// as the image's working directory does.
+	if err := os.Chdir(filepath.Join("..", "..", "..")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env = testenv.StartWithWebhooks([]string{filepath.Join("config", "webhook", "manifests.yaml")},
+		filepath.Join("config", "crd", "bases"))
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
+}
+
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(autoscalingv1alpha1.AddToScheme(s))
+	return s
+}
+
+// webhookOptions are the options of a webhook served where envtest's
+// configuration calls it, with envtest's certificate.
+func webhookOptions() Options {
+	o := DefaultOptions()
+	o.Port = env.Webhooks.LocalServingPort
+	o.Host = env.Webhooks.LocalServingHost
+	o.CertDir = env.Webhooks.LocalServingCertDir
+	o.Certs = CertsProvided
+	o.ReleaseNamespace = "platform-operator-system"
+	return o
+}
+
+// runWebhook runs the webhook with o in a manager of its own, as the
+// sidecar does, until the returned function is called.
+func runWebhook(t *testing.T, o Options) (stop func()) {
+	t.Helper()
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(env.Require(t), ctrl.Options{
+		Scheme:                 testScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cronscaler.IndexFields(t.Context(), mgr.GetFieldIndexer())).To(Succeed())
+	g.Expect(SetupWithManager(mgr, o)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	}
+}
+
+// startWebhook runs the webhook with envtest's certificate; it returns
+// once a create of a fresh resource goes through it.
+func startWebhook(t *testing.T) (stop func()) {
+	t.Helper()
+	g := NewWithT(t)
+	stop = runWebhook(t, webhookOptions())
+	c := adminClient(t)
+	ns := newNamespace(t, c)
+	g.Eventually(func() error {
+		probe := obj(ns, "Nginx", fmt.Sprintf("probe-%d", time.Now().UnixNano()), nil)
+		if err := c.Create(t.Context(), probe); err != nil {
+			return err
+		}
+		return c.Delete(t.Context(), probe)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return stop
+}
+
+func adminClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(env.Require(t), client.Options{Scheme: testScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "adm-"}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+var kinds = map[string]string{
+	"Nginx":           "web.acme.com/v1alpha1",
+	"WebApp":          "web.acme.com/v1alpha1",
+	"NamespaceTenant": "tenancy.acme.com/v1alpha1",
+	"CronScaler":      "autoscaling.acme.com/v1alpha1",
+}
+
+// obj is a custom resource of kind with spec given as YAML (nil: empty).
+func obj(ns, kind, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kinds[kind], "kind": kind,
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{},
+	}}
+	if ns != "" && kind != "NamespaceTenant" {
+		u.SetNamespace(ns)
+	}
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+func spec(t *testing.T, y string) map[string]any {
+	t.Helper()
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// refused asserts that err is the webhook's refusal and contains every
+// part of want.
+func refused(g Gomega, err error, want ...string) {
+	g.ExpectWithOffset(1, err).To(HaveOccurred())
+	g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(`admission webhook "`))
+	g.ExpectWithOffset(1, err.Error()).To(ContainSubstring("denied the request"))
+	for _, w := range want {
+		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(w))
+	}
+}
+
+func TestWebhookRefusesAtApply(t *testing.T) {
+	g := NewWithT(t)
+	c := adminClient(t)
+	defer startWebhook(t)()
+	ctx := t.Context()
+	ns := newNamespace(t, c)
+
+	t.Run("a release name another kind holds", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Create(ctx, obj(ns, "Nginx", "shop", nil))).To(Succeed())
+		err := c.Create(ctx, obj(ns, "WebApp", "shop", spec(t, `{deploymentTier: dev, webAppImage: "app:1", webAppHostname: shop.example.com}`)))
+		refused(g, err, "metadata.name", "release shop in namespace "+ns+" belongs to Nginx "+ns+"/shop", "rename this WebApp")
+	})
+
+	t.Run("a release installed by hand", func(t *testing.T) {
+		g := NewWithT(t)
+		record := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.manual.v1",
+				Labels: map[string]string{"owner": "helm", "name": "manual", "version": "1", "status": "deployed"}},
+			Type: "helm.sh/release.v1",
+			Data: map[string][]byte{"release": []byte("x")},
+		}
+		g.Expect(c.Create(ctx, record)).To(Succeed())
+		refused(g, c.Create(ctx, obj(ns, "Nginx", "manual", nil)),
+			"release manual in namespace "+ns+" was not installed by this operator")
+	})
+
+	t.Run("a spec the chart does not render with", func(t *testing.T) {
+		g := NewWithT(t)
+		refused(g, c.Create(ctx, obj(ns, "Nginx", "same-ports", spec(t, `{containerPort: 8081, statusPort: 8081}`))),
+			"spec: Invalid value", "containerPort and statusPort must differ")
+		refused(g, c.Create(ctx, obj(ns, "Nginx", "hpa", spec(t, `{autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}}`))),
+			"autoscaling.maxReplicas must not be lower than autoscaling.minReplicas")
+	})
+
+	t.Run("an edit that breaks the chart; an edit of metadata only", func(t *testing.T) {
+		g := NewWithT(t)
+		web := obj(ns, "Nginx", "edited", nil)
+		g.Expect(c.Create(ctx, web)).To(Succeed())
+		broken := web.DeepCopy()
+		g.Expect(unstructured.SetNestedField(broken.Object, int64(8081), "spec", "containerPort")).To(Succeed())
+		refused(g, c.Update(ctx, broken), "containerPort and statusPort must differ")
+		web.SetLabels(map[string]string{"team": "a"})
+		g.Expect(c.Update(ctx, web)).To(Succeed())
+	})
+
+	t.Run("a second CronScaler of a target; a target an HPA scales", func(t *testing.T) {
+		g := NewWithT(t)
+		job := `{scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: %s}, jobs: [{name: day, schedule: "0 8 * * *", replicas: 2}]}`
+		g.Expect(c.Create(ctx, obj(ns, "CronScaler", "first", spec(t, fmt.Sprintf(job, "api"))))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj(ns, "CronScaler", "second", spec(t, fmt.Sprintf(job, "api")))),
+				"spec.scaleTargetRef", "Deployment api is already scaled by CronScaler "+ns+"/first")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		hpa := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(`{apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, metadata: {name: worker},
+  spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}, maxReplicas: 3,
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}}]}}`), &hpa.Object)).To(Succeed())
+		hpa.SetNamespace(ns)
+		g.Expect(c.Create(ctx, hpa)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj(ns, "CronScaler", "worker", spec(t, fmt.Sprintf(job, "worker")))),
+				"spec.scaleTargetRef", "HorizontalPodAutoscaler "+ns+"/worker")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	t.Run("a tenant namespace another tenant claims, or that exists", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := `{namespaceName: %s, adminUsername: sam, deploymentTier: dev}`
+		team := "team-" + ns
+		g.Expect(c.Create(ctx, obj("", "NamespaceTenant", "t1-"+ns, spec(t, fmt.Sprintf(tenant, team))))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj("", "NamespaceTenant", "t2-"+ns, spec(t, fmt.Sprintf(tenant, team)))),
+				"spec.namespaceName", fmt.Sprintf("namespace %q is claimed by NamespaceTenant t1-%s", team, ns))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		refused(g, c.Create(ctx, obj("", "NamespaceTenant", "t3-"+ns, spec(t, fmt.Sprintf(tenant, ns)))),
+			fmt.Sprintf("namespace %q already exists and was not created by a NamespaceTenant", ns))
+	})
+
+	g.Expect(ctx.Err()).NotTo(HaveOccurred())
+}
+
+// TestWebhookDown: with the webhook stopped, creates and spec edits of our
+// kinds fail closed (failurePolicy Fail), while deletes and edits that keep
+// the spec go through: the configuration never sends those.
+func TestWebhookDown(t *testing.T) {
+	g := NewWithT(t)
+	c := adminClient(t)
+	stop := startWebhook(t)
+	ctx := t.Context()
+	ns := newNamespace(t, c)
+	web := obj(ns, "Nginx", "web", nil)
+	g.Expect(c.Create(ctx, web)).To(Succeed())
+	stop()
+
+	err := c.Create(ctx, obj(ns, "Nginx", "other", nil))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring(`failed calling webhook "vnginx.web.acme.com"`))
+	edited := web.DeepCopy()
+	g.Expect(unstructured.SetNestedField(edited.Object, int64(3), "spec", "replicaCount")).To(Succeed())
+	g.Expect(c.Update(ctx, edited)).To(MatchError(ContainSubstring("failed calling webhook")))
+
+	web.SetAnnotations(map[string]string{"note": "kept"})
+	g.Expect(c.Update(ctx, web)).To(Succeed())
+	g.Expect(c.Delete(ctx, web)).To(Succeed())
+	// Other kinds are not the webhook's business.
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})).To(Succeed())
+}
+
+// TestSelfIssuedCertificateRotates runs the webhook as config/default
+// does (--admission-certs=self) with a one-minute certificate: the sidecar
+// issues a CA and serving certificate into its Secret, puts the CA into
+// the configuration's caBundle, serves the certificate, and renews it
+// before it expires; creates go through the API server all along.
+func TestSelfIssuedCertificateRotates(t *testing.T) {
+	g := NewWithT(t)
+	c := adminClient(t)
+	ctx := t.Context()
+	ns := newNamespace(t, c)
+
+	// The caBundle envtest installed, put back for the other tests.
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
+	original := vwc.DeepCopy()
+	t.Cleanup(func() {
+		current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(original), current); err != nil {
+			t.Error(err)
+			return
+		}
+		for i := range current.Webhooks {
+			current.Webhooks[i].ClientConfig.CABundle = original.Webhooks[i].ClientConfig.CABundle
+		}
+		if err := c.Update(context.Background(), current); err != nil {
+			t.Error(err)
+		}
+	})
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-server-cert"}}
+	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	o := webhookOptions()
+	o.CertDir = t.TempDir()
+	o.Certs = CertsSelf
+	o.Namespace = ns
+	o.Secret = secret.Name
+	o.Configuration = original.Name
+	o.ExtraDNSNames = []string{"localhost"}
+	o.CertValidity = time.Minute
+	defer runWebhook(t, o)()
+
+	served := func() []byte {
+		conn, err := tls.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+		if err != nil {
+			return nil
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Raw
+	}
+	admitted := func(g Gomega) {
+		web := obj(ns, "Nginx", fmt.Sprintf("web-%d", time.Now().UnixNano()), nil)
+		g.Expect(c.Create(ctx, web)).To(Succeed())
+	}
+
+	var first []byte
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		g.Expect(secret.Data).To(HaveKey("ca.crt"))
+		first = served()
+		g.Expect(first).NotTo(BeNil(), "the server does not serve yet")
+		admitted(g)
+	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vwc), vwc)).To(Succeed())
+	for _, wh := range vwc.Webhooks {
+		g.Expect(wh.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), wh.Name)
+	}
+	firstCert, err := x509.ParseCertificate(first)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("self-issued certificate served, valid until %s", firstCert.NotAfter.Format(time.TimeOnly))
+
+	// Renewed when a quarter of its life is left, before it expires.
+	g.Eventually(func(g Gomega) {
+		now := served()
+		g.Expect(now).NotTo(BeNil())
+		g.Expect(now).NotTo(Equal(first), "still the first certificate")
+	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+	g.Expect(time.Now()).To(BeTemporally("<", firstCert.NotAfter), "renewed only after the first expired")
+	t.Logf("renewed at %s", time.Now().Format(time.TimeOnly))
+	g.Eventually(admitted).WithTimeout(10 * time.Second).Should(Succeed())
+}

@@ -1,0 +1,113 @@
+// Package admission is the validating admission webhook of the sidecar:
+// the third part of the operator's APIs, next to the CRD schemas and the
+// controllers. The schemas refuse what is malformed; the webhook refuses,
+// at `kubectl apply`, what depends on other objects or on the chart:
+//
+//   - a release name another resource already owns or claims, or a
+//     release installed by hand (helmruntime.Preflight);
+//   - a spec the kind's chart does not render with, rendered exactly as
+//     the runtime would (helmruntime.Preflight);
+//   - a CronScaler whose target another CronScaler or an HPA scales
+//     (cronscaler.TargetClaims);
+//   - a NamespaceTenant whose namespace another tenant claims
+//     (tenant.NamespaceClaims), or that exists and is not its own (the
+//     chart's lookup, when it is rendered).
+//
+// The runtime and the controllers keep their own checks, for resources the
+// webhook did not see (it was down, or they predate it).
+//
+// Only creates and spec changes are validated: an update that keeps the
+// spec (finalizers, labels, annotations) or of a resource being deleted
+// always passes, and the webhook configuration does not even send those
+// (its matchConditions), so that a webhook that is down never blocks a
+// delete.
+package admission
+
+import (
+	"context"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/extensions/internal/cronscaler"
+	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/internal/helmruntime"
+)
+
+// Validator answers the admission requests of every kind of ours.
+type Validator struct {
+	Preflight *helmruntime.Preflight
+	Targets   cronscaler.TargetClaims
+	Tenants   tenant.NamespaceClaims
+}
+
+var _ admission.Handler = (*Validator)(nil)
+
+// Handle validates one create or update.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var old *unstructured.Unstructured
+	if req.Operation == admissionv1.Update {
+		old = &unstructured.Unstructured{}
+		if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if obj.GetDeletionTimestamp() != nil || equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"]) {
+			return admission.Allowed("")
+		}
+	}
+	errs, err := v.check(ctx, obj, old)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if len(errs) == 0 {
+		return admission.Allowed("")
+	}
+	status := apierrors.NewInvalid(obj.GroupVersionKind().GroupKind(), obj.GetName(), errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+}
+
+// check runs the checks of obj's kind.
+func (v *Validator) check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, error) {
+	switch obj.GroupVersionKind().GroupKind() {
+	case autoscalingv1alpha1.GroupVersion.WithKind("CronScaler").GroupKind():
+		cs, err := toCronScaler(obj)
+		if err != nil {
+			return nil, err
+		}
+		var oldCS *autoscalingv1alpha1.CronScaler
+		if old != nil {
+			if oldCS, err = toCronScaler(old); err != nil {
+				return nil, err
+			}
+		}
+		return v.Targets.Check(ctx, cs, oldCS)
+	case tenant.GVK.GroupKind():
+		errs, err := v.Tenants.Check(ctx, obj)
+		if err != nil || len(errs) > 0 {
+			return errs, err
+		}
+	}
+	return v.Preflight.Check(ctx, obj, old)
+}
+
+func toCronScaler(u *unstructured.Unstructured) (*autoscalingv1alpha1.CronScaler, error) {
+	cs := &autoscalingv1alpha1.CronScaler{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cs); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}

@@ -1,0 +1,137 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// How the webhook server gets its certificate.
+const (
+	// CertsSelf: the sidecar issues its own CA and serving certificate,
+	// keeps them in a Secret, puts the CA into the webhook configuration's
+	// caBundle and rotates both before they expire (the kustomize install).
+	CertsSelf = "self"
+	// CertsProvided: something else puts tls.crt and tls.key into the
+	// certificate directory and the caBundle into the configuration (OLM,
+	// from the webhook declared in the CSV; a test environment).
+	CertsProvided = "provided"
+)
+
+// Names of the objects config/webhook installs (after the kustomize name
+// prefix), which the self-issued certificates concern.
+const (
+	DefaultService       = "platform-operator-webhook-service"
+	DefaultConfiguration = "platform-operator-validating-webhook-configuration"
+	DefaultSecret        = "platform-operator-webhook-server-cert"
+	// DefaultCertDir is where controller-runtime, and OLM, put the serving
+	// certificate.
+	DefaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
+	// DefaultCertValidity is how long a self-issued serving certificate is
+	// valid; its CA is valid ten times as long.
+	DefaultCertValidity = 365 * 24 * time.Hour
+	// DefaultPort is the webhook's port in the shipped manifests.
+	DefaultPort = 9443
+	// Path is the one path every kind is validated on.
+	Path = "/validate"
+)
+
+// Options configure the validating admission webhook of the sidecar.
+type Options struct {
+	// Port the webhook server listens on; 0 turns the webhook off (a
+	// sidecar run outside the cluster, which the API server cannot reach).
+	// config/manager sets DefaultPort.
+	Port int
+	// Host the server listens on; empty means every address.
+	Host string
+	// CertDir holds tls.crt and tls.key.
+	CertDir string
+	// Certs is CertsSelf or CertsProvided.
+	Certs string
+	// Namespace of the Service and the Secret; empty means the release
+	// namespace default ($POD_NAMESPACE, else the service account's).
+	Namespace string
+	// Service, Configuration and Secret name the objects the self-issued
+	// certificates concern.
+	Service, Configuration, Secret string
+	// CertValidity is the lifetime of a self-issued serving certificate.
+	CertValidity time.Duration
+	// ExtraDNSNames are further names a self-issued serving certificate is
+	// valid for, besides the Service's (a webhook reached by URL).
+	ExtraDNSNames []string
+	// WatchesFile maps kinds to charts, as for the manager.
+	WatchesFile string
+	// ReleaseNamespace stores the releases of cluster-scoped kinds, as for
+	// the manager; empty means the same default as the manager's.
+	ReleaseNamespace string
+}
+
+// DefaultOptions returns the options used when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		Port:          0,
+		CertDir:       DefaultCertDir,
+		Certs:         CertsSelf,
+		Service:       DefaultService,
+		Configuration: DefaultConfiguration,
+		Secret:        DefaultSecret,
+		CertValidity:  DefaultCertValidity,
+		WatchesFile:   "watches.yaml",
+	}
+}
+
+// BindFlags registers the webhook's flags on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Port, "admission-port", o.Port,
+		"Port of the validating admission webhook (the shipped manifests use "+strconv.Itoa(DefaultPort)+"); 0 turns it off, for a sidecar run outside the cluster.")
+	fs.StringVar(&o.Host, "admission-host", o.Host,
+		"Address the webhook server listens on; empty means every address of the Pod.")
+	fs.StringVar(&o.CertDir, "admission-cert-dir", o.CertDir,
+		"Directory with the webhook's serving certificate (tls.crt, tls.key).")
+	fs.StringVar(&o.Certs, "admission-certs", o.Certs,
+		`Who provides the webhook's certificate: "self" (issue, store in --admission-secret, inject into --admission-configuration, rotate) or "provided" (OLM, or another tool, writes --admission-cert-dir).`)
+	fs.StringVar(&o.Namespace, "admission-namespace", o.Namespace,
+		"Namespace of the webhook's Service and Secret (default: $POD_NAMESPACE, else the in-cluster service-account namespace).")
+	fs.StringVar(&o.Service, "admission-service", o.Service, "Service in front of the webhook, named in its certificate.")
+	fs.StringVar(&o.Configuration, "admission-configuration", o.Configuration,
+		"ValidatingWebhookConfiguration whose caBundle the self-issued CA goes into.")
+	fs.StringVar(&o.Secret, "admission-secret", o.Secret, "Secret that keeps the self-issued CA and serving certificate.")
+	fs.DurationVar(&o.CertValidity, "admission-cert-validity", o.CertValidity,
+		"Lifetime of a self-issued serving certificate; it is renewed when a quarter of it is left.")
+	fs.StringSliceVar(&o.ExtraDNSNames, "admission-extra-dns-names", o.ExtraDNSNames,
+		"Further DNS names a self-issued serving certificate is valid for, besides the Service's (for a webhook configuration that calls a URL).")
+	fs.StringVar(&o.WatchesFile, "watches-file", o.WatchesFile,
+		"Watches file of the manager: the kinds the webhook validates and their charts.")
+	fs.StringVar(&o.ReleaseNamespace, "release-namespace", o.ReleaseNamespace,
+		"Namespace that stores the Helm releases of cluster-scoped kinds, as given to the manager.")
+}
+
+// Validate reports options that cannot work together.
+func (o *Options) Validate() error {
+	if o.Port == 0 {
+		return nil
+	}
+	var errs []error
+	if o.Port < 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--admission-port %d is not a port", o.Port))
+	}
+	switch o.Certs {
+	case CertsProvided:
+	case CertsSelf:
+		if o.Service == "" || o.Configuration == "" || o.Secret == "" {
+			errs = append(errs, errors.New(`--admission-certs=self needs --admission-service, --admission-configuration and --admission-secret`))
+		}
+		if o.CertValidity < time.Minute {
+			errs = append(errs, fmt.Errorf("--admission-cert-validity %s is shorter than a minute", o.CertValidity))
+		}
+	default:
+		errs = append(errs, fmt.Errorf(`--admission-certs must be "self" or "provided", not %q`, o.Certs))
+	}
+	if o.CertDir == "" {
+		errs = append(errs, errors.New("--admission-cert-dir is empty"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,230 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/acme/platform-operator/extensions/internal/cronscaler"
+	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/internal/helmruntime"
+)
+
+// SetupWithManager adds the webhook server to mgr, and with CertsSelf the
+// issuing and rotation of its certificate. It needs the indexes of the
+// CronScaler controller (cronscaler.SetupWithManager). Webhooks need no
+// leadership: every replica serves them, and the Pod is ready once its
+// server is.
+func SetupWithManager(mgr ctrl.Manager, o Options) error {
+	if o.Port == 0 {
+		return nil
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ws, err := watches.Load(o.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
+	}
+	env := helmruntime.OSEnv()
+	releaseNamespace := o.ReleaseNamespace
+	if releaseNamespace == "" {
+		releaseNamespace = helmruntime.ResolveReleaseNamespace(env)
+	}
+	preflight, err := helmruntime.NewPreflight(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace)
+	if err != nil {
+		return fmt.Errorf("set up the admission checks: %w", err)
+	}
+	if err := tenant.IndexNamespaces(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	srv := webhook.NewServer(webhook.Options{
+		Host:    o.Host,
+		Port:    o.Port,
+		CertDir: o.CertDir,
+		// HTTP/2 stays off (CVE-2023-44487, CVE-2023-39325); the API
+		// server speaks HTTP/1.1 to webhooks anyway.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	})
+	srv.Register(Path, &webhook.Admission{Handler: &Validator{
+		Preflight: preflight,
+		Targets:   cronscaler.TargetClaims{Client: mgr.GetClient()},
+		// The client reads unstructured objects from the API server, which
+		// cannot select by the index: the cache can.
+		Tenants: tenant.NamespaceClaims{Client: mgr.GetCache()},
+	}})
+	if err := mgr.AddReadyzCheck("admission-webhook", srv.StartedChecker()); err != nil {
+		return fmt.Errorf("add the webhook's readiness check: %w", err)
+	}
+	log := mgr.GetLogger().WithName("admission")
+	if o.Certs == CertsProvided {
+		log.Info("Serving the admission webhook with a provided certificate", "port", o.Port, "certDir", o.CertDir)
+		return mgr.Add(srv)
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = helmruntime.ResolveReleaseNamespace(env)
+	}
+	return setupSelfIssued(mgr, o, ns, srv, log)
+}
+
+// setupSelfIssued issues and rotates the webhook's certificate with
+// cert-controller's rotator (github.com/open-policy-agent/cert-controller):
+// it keeps the CA and the serving certificate in the Secret, puts the CA
+// into the configuration's caBundle (again whenever an apply resets it),
+// and renews the serving certificate when a quarter of its life is left.
+// The server starts once the certificate is on disk and the CA injected.
+func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server, log logr.Logger) error {
+	ready := make(chan struct{})
+	secret := types.NamespacedName{Namespace: ns, Name: o.Secret}
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:              secret,
+		CertDir:                o.CertDir,
+		CAName:                 "platform-operator-webhook-ca",
+		CAOrganization:         "platform-operator",
+		DNSName:                fmt.Sprintf("%s.%s.svc", o.Service, ns),
+		ExtraDNSNames:          append([]string{fmt.Sprintf("%s.%s.svc.cluster.local", o.Service, ns)}, o.ExtraDNSNames...),
+		IsReady:                ready,
+		Webhooks:               []rotator.WebhookInfo{{Name: o.Configuration, Type: rotator.Validating}},
+		RequireLeaderElection:  false,
+		ServerCertDuration:     o.CertValidity,
+		CaCertDuration:         10 * o.CertValidity,
+		LookaheadInterval:      o.CertValidity / 4,
+		RotationCheckFrequency: min(12*time.Hour, o.CertValidity/8),
+	})
+	if err != nil {
+		return fmt.Errorf("set up the webhook certificate rotation: %w", err)
+	}
+	files, err := newCertFiles(mgr, secret, o.CertDir, log)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(files); err != nil {
+		return err
+	}
+	log.Info("Serving the admission webhook with a self-issued certificate", "port", o.Port, "secret", secret.String(),
+		"configuration", o.Configuration, "validity", o.CertValidity.String())
+	return mgr.Add(&serveWhenReady{ready: ready, srv: srv})
+}
+
+// serveWhenReady starts the webhook server once its certificate is there.
+type serveWhenReady struct {
+	ready <-chan struct{}
+	srv   webhook.Server
+}
+
+func (s *serveWhenReady) Start(ctx context.Context) error {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return s.srv.Start(ctx)
+}
+
+func (s *serveWhenReady) NeedLeaderElection() bool { return false }
+
+// certFiles writes the serving certificate kept in the Secret into the
+// certificate directory whenever the Secret changes, where the webhook
+// server's certificate watcher picks it up. Mounting the Secret as a
+// volume would do the same, but the kubelet refreshes such volumes only
+// about once a minute, so a new Pod (or a rotation) would serve late.
+type certFiles struct {
+	cache cache.Cache
+	key   types.NamespacedName
+	dir   string
+	log   logr.Logger
+}
+
+func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log logr.Logger) (*certFiles, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:        mgr.GetHTTPClient(),
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{key.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", key.Name)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the webhook's Secret: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return &certFiles{cache: c, key: key, dir: dir, log: log}, nil
+}
+
+func (f *certFiles) NeedLeaderElection() bool { return false }
+
+func (f *certFiles) Start(ctx context.Context) error {
+	inf, err := f.cache.GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return fmt.Errorf("watch the webhook's Secret: %w", err)
+	}
+	write := func(obj any) {
+		if s, ok := obj.(*corev1.Secret); ok && s.Name == f.key.Name {
+			if err := f.write(s); err != nil {
+				f.log.Error(err, "Could not write the webhook's certificate", "dir", f.dir)
+			}
+		}
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    write,
+		UpdateFunc: func(_, obj any) { write(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return inf.RemoveEventHandler(reg)
+}
+
+// write puts tls.key and tls.crt of s into the directory, each replaced in
+// one rename, when the Secret has both and they changed.
+func (f *certFiles) write(s *corev1.Secret) error {
+	key, crt := s.Data[corev1.TLSPrivateKeyKey], s.Data[corev1.TLSCertKey]
+	if len(key) == 0 || len(crt) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+		return err
+	}
+	changed := false
+	for _, file := range []struct {
+		name string
+		data []byte
+	}{{corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, crt}} {
+		path := filepath.Join(f.dir, file.name)
+		if old, err := os.ReadFile(path); err == nil && string(old) == string(file.data) {
+			continue
+		}
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, file.data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed {
+		f.log.Info("Wrote the webhook's serving certificate", "dir", f.dir, "secret", f.key.String())
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package real
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestWebhookRefusesAtApply: the sidecar's admission webhook, served from
+// the operator Pod behind its Service with the certificate the sidecar
+// issued itself (config/default), makes `kubectl apply` fail at once for
+// a release name another resource holds and for a spec the chart does not
+// render with, and lets a valid resource through.
+func TestWebhookRefusesAtApply(t *testing.T) {
+	g := NewWithT(t)
+	const ns = "real-webhook"
+	createNamespace(t, ns)
+
+	apply(t, ns, `apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: shop
+spec:
+  replicaCount: 0
+`)
+	start := time.Now()
+	out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+kind: WebApp
+metadata:
+  name: shop
+spec:
+  deploymentTier: dev
+  webAppImage: app:1
+  webAppHostname: shop.example.com
+`, "apply", "-n", ns, "-f", "-")
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`admission webhook "vwebapp.web.acme.com" denied the request`))
+	g.Expect(out).To(ContainSubstring("release shop in namespace " + ns + " belongs to Nginx " + ns + "/shop"))
+	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), lastLine(out))
+
+	out, err = kubectlIn(`apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: ports
+spec:
+  containerPort: 8081
+  statusPort: 8081
+`, "apply", "-n", ns, "-f", "-")
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("containerPort and statusPort must differ"))
+	t.Logf("refused: %s", lastLine(out))
+	out, err = kubectl("get", "webapps,nginxes", "-n", ns, "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.TrimSpace(out)).To(Equal("nginx.web.acme.com/shop"), "nothing refused is stored")
+}
