@@ -356,8 +356,8 @@ func testWebhook(t *testing.T) {
 	out, err := cluster.KubectlIn("{apiVersion: web.acme.com/v1alpha1, kind: WebApp, metadata: {name: shop}, "+
 		"spec: {deploymentTier: dev, webAppImage: 'app:1', webAppHostname: shop.example.com}}", "apply", "-n", ns, "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
-	g.Expect(out).To(ContainSubstring("denied the request"))
-	g.Expect(out).To(ContainSubstring("release shop in namespace " + ns + " belongs to Nginx " + ns + "/shop"))
+	g.Expect(out).To(ContainSubstring(`The WebApp "shop" is invalid: metadata.name: Forbidden: release shop in namespace ` +
+		ns + " belongs to Nginx " + ns + "/shop; rename this WebApp"))
 	t.Logf("refused: %s", lastLine(out))
 	out, err = cluster.KubectlIn("{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: ports}, "+
 		"spec: {containerPort: 8081, statusPort: 8081}}", "apply", "-n", ns, "-f", "-")

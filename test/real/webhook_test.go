@@ -36,8 +36,9 @@ spec:
   webAppHostname: shop.example.com
 `, "apply", "-n", ns, "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
-	g.Expect(out).To(ContainSubstring(`admission webhook "vwebapp.web.acme.com" denied the request`))
-	g.Expect(out).To(ContainSubstring("release shop in namespace " + ns + " belongs to Nginx " + ns + "/shop"))
+	// kubectl prints the webhook's field error as it prints the schema's.
+	g.Expect(out).To(ContainSubstring(`The WebApp "shop" is invalid: metadata.name: Forbidden: release shop in namespace ` +
+		ns + " belongs to Nginx " + ns + "/shop; rename this WebApp"))
 	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), lastLine(out))
 
 	out, err = kubectlIn(`apiVersion: web.acme.com/v1alpha1
