@@ -16,11 +16,14 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,7 +35,8 @@ import (
 )
 
 // The integration tests run the webhook as the sidecar does, in a manager
-// of its own, behind the ValidatingWebhookConfiguration of config/webhook
+// of its own as the shipped ServiceAccount, behind the
+// ValidatingWebhookConfiguration of config/webhook
 // installed on a real API server (envtest rewrites its clientConfig to
 // this process and issues a certificate for it). Every refusal is asserted
 // on what a client of the API server gets back from a create or update.
@@ -75,12 +79,43 @@ func webhookOptions() Options {
 	return o
 }
 
+// operatorUser is the shipped ServiceAccount, whom the webhook runs as.
+const operatorUser = "system:serviceaccount:platform-operator-system:platform-operator-controller-manager"
+
+// asOperator grants the operator's user the shipped ClusterRole
+// (config/rbac/role.yaml) and returns a config that impersonates it, so
+// that a permission the webhook lacks fails the tests.
+func asOperator(t *testing.T) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	c := adminClient(t)
+	data, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.UnmarshalStrict(data, role)).To(Succeed())
+	role.Name = "admission-test-operator"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Require(t))
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	return cfg
+}
+
 // runWebhook runs the webhook with o in a manager of its own, as the
-// sidecar does, until the returned function is called.
+// sidecar does, as the shipped ServiceAccount, until the returned function
+// is called.
 func runWebhook(t *testing.T, o Options) (stop func()) {
 	t.Helper()
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Require(t), ctrl.Options{
+	mgr, err := ctrl.NewManager(asOperator(t), ctrl.Options{
 		Scheme:                 testScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
