@@ -2,8 +2,10 @@ package olm
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,6 +270,14 @@ func testBundleUpgrade(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the old CSV is replaced")
 	t.Logf("CSV %s replaced by %s, Succeeded %s after bundle-upgrade started", csvName(firstVersion), csvName(upgradeVersion), time.Since(start).Round(time.Millisecond))
+	// The webhook admits again once the configurations carry the CA of
+	// the certificate the new Pod serves.
+	probe := "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: probe}, spec: {replicaCount: 0}}"
+	g.Eventually(func(g Gomega) {
+		out, err := cluster.KubectlIn(probe, "create", "--dry-run=server", "-n", ns, "-f", "-")
+		g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, webhookState(ctx))
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("the webhook admits %s after bundle-upgrade started; %s", time.Since(start).Round(time.Millisecond), webhookState(ctx))
 
 	// The new operator has reconciled the WebApp once its log says so; by
 	// then nothing may have a new revision.
@@ -282,7 +292,18 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(out).To(ContainSubstring(value), "the data written before the upgrade")
 
 	t.Log("an edit after the upgrade is a Helm upgrade by the new operator")
-	cluster.Apply(t, ns, realnode.WebAppManifest(name, 2))
+	// OLM issues the new CSV's webhook certificate while the new Pod
+	// starts; until the kubelet has brought the Secret into the Pod, the
+	// webhook may serve a certificate the configurations' CA does not
+	// sign, and the API server refuses the edit ("certificate signed by
+	// unknown authority"). The edit is retried through that window, whose
+	// length is logged.
+	edit := time.Now()
+	g.Eventually(func(g Gomega) {
+		out, err := cluster.KubectlIn(realnode.WebAppManifest(name, 2), "apply", "-n", ns, "-f", "-")
+		g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, webhookState(ctx))
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("edit admitted %s after the first try, %s after bundle-upgrade started", time.Since(edit).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	g.Eventually(func(g Gomega) {
 		cr, err := cluster.Get(ctx, webAppGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -334,6 +355,39 @@ func testCleanup(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	// The PVC of the WebApp's database is kept by design (Retain); it is
 	// the user's data, not the operator's.
+}
+
+// webhookState lists the operator's webhook configurations with their
+// owner CSV and a fingerprint of their caBundle, and the CA of each
+// certificate Secret in the operator's namespace, for failure messages.
+func webhookState(ctx context.Context) string {
+	var b strings.Builder
+	var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := cluster.Client.List(ctx, &hooks, client.MatchingLabels{"olm.owner.namespace": operatorNamespace}); err != nil {
+		return err.Error()
+	}
+	for _, h := range hooks.Items {
+		for _, w := range h.Webhooks {
+			sum := sha256.Sum256(w.ClientConfig.CABundle)
+			fmt.Fprintf(&b, "webhook %s of %s (%s): caBundle %x; ", w.Name, h.Labels["olm.owner"], h.Name, sum[:4])
+		}
+	}
+	var secrets corev1.SecretList
+	if err := cluster.Client.List(ctx, &secrets, client.InNamespace(operatorNamespace)); err != nil {
+		return err.Error()
+	}
+	for _, sec := range secrets.Items {
+		if _, ok := sec.Data["tls.crt"]; !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "secret %s (%s):", sec.Name, sec.Labels["olm.owner"])
+		for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
+			sum := sha256.Sum256(sec.Data[k])
+			fmt.Fprintf(&b, " %s %x", k, sum[:4])
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
 }
 
 // testWebhook: the admission webhook declared in the CSV, with the
