@@ -237,20 +237,31 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("kube-apiserver did not become ready (see %s): %w", p.logPath("kube-apiserver"), err)
 	}
 
+	withKwok := len(cfg.KwokStages) > 0 && !cfg.RealNode
 	fmt.Fprintln(logw, "starting kube-controller-manager and kube-scheduler")
-	if err := p.start("kube-controller-manager",
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
+	kcmArgs := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(kcmPort),
+		"--secure-port=" + strconv.Itoa(kcmPort),
 		"--leader-elect=false",
-		"--service-account-private-key-file="+creds.saKey,
-		"--root-ca-file="+creds.caCert,
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-account-private-key-file=" + creds.saKey,
+		"--root-ca-file=" + creds.caCert,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle",
 		"--profiling=false",
-	); err != nil {
+	}
+	if withKwok {
+		// kwok's stages make fake Nodes Ready but send no heartbeats, so
+		// after the default grace period (50 s) the node lifecycle
+		// controller marks each Node NotReady, and with it the Ready
+		// condition of every Pod on it; kwok makes the Node Ready again,
+		// but never those Pods, which no kubelet will ever report on. A
+		// Deployment rolled out at that moment then stays unavailable.
+		kcmArgs = append(kcmArgs, "--node-monitor-grace-period=24h")
+	}
+	if err := p.start("kube-controller-manager", kcmArgs...); err != nil {
 		return nil, err
 	}
 	if err := p.start("kube-scheduler",
@@ -265,7 +276,6 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 
-	withKwok := len(cfg.KwokStages) > 0 && !cfg.RealNode
 	if withKwok {
 		fmt.Fprintf(logw, "starting kwok with %d fake node(s)\n", cfg.Nodes)
 		args := []string{
