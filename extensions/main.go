@@ -41,6 +41,10 @@ func main() {
 		log.Error(err, "Invalid options")
 		os.Exit(2)
 	}
+	// The controllers leave the resources of other shards alone; the
+	// admission webhook judges every resource, whichever shard owns it.
+	tenantOpts.Shard = opts.Shard()
+	cronOpts.Shard = opts.Shard()
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))

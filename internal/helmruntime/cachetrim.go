@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // helmReleaseSecretType is the type of the Secrets Helm stores releases in.
@@ -38,15 +40,28 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     rest (see fingerprint). They were most of the cache.
 //
 // watched are the kinds of the watches file: the custom resources, which
-// are kept whole.
-func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind) cache.Options {
+// are kept whole, and of which the cache lists and watches only those the
+// shard selector matches. Every watch of a custom resource reads this
+// cache, so the selector applies to all of them; a resource whose labels
+// stop matching leaves the cache as if it were deleted.
+func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
 	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched))}
+	var byObject map[client.Object]cache.ByObject
 	for _, gvk := range watched {
 		t.watched[gvk] = true
+		if shard != nil && !shard.Empty() {
+			if byObject == nil {
+				byObject = map[client.Object]cache.ByObject{}
+			}
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			byObject[obj] = cache.ByObject{Label: shard}
+		}
 	}
 	return cache.Options{
 		DefaultNamespaces: CacheNamespaces(watchNamespaces),
 		DefaultTransform:  t.transform,
+		ByObject:          byObject,
 	}
 }
 

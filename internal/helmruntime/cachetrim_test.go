@@ -8,12 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
-	opts := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK})
+	opts := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything())
 	managed := []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}}
 	secretTransform := opts.DefaultTransform
 
@@ -181,7 +182,7 @@ func deployment(replicas int64, phase string) *unstructured.Unstructured {
 // resourceVersion. Fingerprints must give that predicate the same answers
 // as the whole objects.
 func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
-	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}).DefaultTransform
+	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
 	changed := func(g Gomega, old, updated *unstructured.Unstructured) bool {
 		var cached [2]*unstructured.Unstructured
 		for i, u := range []*unstructured.Unstructured{old, updated} {

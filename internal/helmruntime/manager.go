@@ -25,10 +25,11 @@ func NewScheme() *runtime.Scheme {
 // manager options: leader election, metrics server, health probes and the
 // namespaces of the cache. opts should be completed (see Options.Complete);
 // ws are the watches the manager's reconcilers will serve (their custom
-// resources are cached whole, see cacheOptions).
+// resources are cached whole, see cacheOptions, and only those of the
+// shard, see package shard).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
 	o := opts.ManagerOptions(NewScheme())
-	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws))
+	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard())
 	return o
 }
 

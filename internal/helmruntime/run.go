@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -102,7 +103,9 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 			"watches", len(rt.watches),
 			"watchNamespaces", describeNamespaces(rt.opts.WatchNamespaces),
 			"releaseNamespace", rt.opts.ReleaseNamespace,
+			"shardSelector", describeShard(rt.opts.Shard()),
 			"leaderElect", rt.opts.LeaderElect,
+			"leaderElectionID", mo.LeaderElectionID,
 			"metricsBindAddress", rt.opts.MetricsBindAddress,
 			"metricsSecure", rt.opts.MetricsSecure,
 			"healthProbeBindAddress", rt.opts.HealthProbeBindAddress,
@@ -137,6 +140,14 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 		}
 	}
 	return nil
+}
+
+// describeShard renders the shard selector for logs.
+func describeShard(sel labels.Selector) string {
+	if sel.Empty() {
+		return "<all>"
+	}
+	return sel.String()
 }
 
 // describeNamespaces renders the watched namespaces for logs.

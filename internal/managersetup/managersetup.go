@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/leaderelection"
 	"github.com/acme/platform-operator/internal/metricsserving"
+	"github.com/acme/platform-operator/internal/shard"
 )
 
 // GracefulShutdownTimeout bounds how long a stopping manager waits for its
@@ -63,6 +65,10 @@ type Options struct {
 	// PprofBindAddress is the address of Go's /debug/pprof endpoints; "0"
 	// (the default) disables them.
 	PprofBindAddress string
+	// ShardSelector is a label selector on the custom resources: the
+	// process owns the resources it matches and no others (see package
+	// shard). Empty means all of them.
+	ShardSelector string
 }
 
 // Defaults returns the options of a process whose Lease is leaseID and
@@ -98,6 +104,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, process string) {
 		"Allow HTTP/2 on the metrics server.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.StringVar(&o.ShardSelector, "shard-selector", o.ShardSelector,
+		"Label selector on the custom resources: this "+process+" owns the resources it matches and no others, "+
+			"so that several Deployments can split them (e.g. \""+shard.Label+"=b\"). Each shard's leader election Lease "+
+			"is the --leader-election-id with a digest of the selector. Empty: all resources.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
 		"Address Go's /debug/pprof endpoints bind to (unauthenticated: keep it on loopback); \"0\" disables them.")
 }
@@ -111,11 +121,23 @@ func (o *Options) Validate() error {
 	if err := o.LeaderElectionTiming.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := shard.Parse(o.ShardSelector); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
+// Shard is the parsed ShardSelector; call it on validated options.
+func (o *Options) Shard() labels.Selector {
+	sel, err := shard.Parse(o.ShardSelector)
+	if err != nil {
+		return labels.Nothing() // Validate reports it; own nothing meanwhile
+	}
+	return sel
+}
+
 // ManagerOptions returns the controller-runtime options these settings
-// make, with scheme.
+// make, with scheme. A shard's Lease is its own (shard.LeaseID).
 func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 	mo := ctrl.Options{
 		Scheme:                        scheme,
@@ -123,7 +145,7 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionID:              shard.LeaseID(o.LeaderElectionID, o.Shard()),
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
 		GracefulShutdownTimeout:       ptr.To(GracefulShutdownTimeout),

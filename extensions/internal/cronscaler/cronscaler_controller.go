@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,7 @@ import (
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/schedule"
+	"github.com/acme/platform-operator/internal/shard"
 )
 
 // Reconciler reconciles CronScalers.
@@ -39,6 +41,9 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	// Clock is the time source of the schedule arithmetic.
 	Clock clock.PassiveClock
+	// Shard selects the CronScalers this process owns; nil owns all.
+	// Another shard's CronScaler is left to that shard's sidecar.
+	Shard labels.Selector
 	// burst defers status writes and Events during bursts of fires (see
 	// burstWriter); nil writes them in every reconcile.
 	burst *burstWriter
@@ -60,6 +65,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cs := &autoscalingv1alpha1.CronScaler{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !shard.Owns(r.Shard, cs) {
+		return ctrl.Result{}, nil
 	}
 	if !cs.DeletionTimestamp.IsZero() {
 		out.emitDeferred()

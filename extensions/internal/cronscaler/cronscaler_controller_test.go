@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/internal/shard"
 )
 
 func at(s string) time.Time {
@@ -581,4 +582,55 @@ func TestReconcileFromStaleCacheKeepsTheOriginal(t *testing.T) {
 	g.Expect(got.Annotations).To(HaveKeyWithValue(autoscalingv1alpha1.OriginalReplicasAnnotation, "2"))
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, ConditionReady).Reason).To(Equal(ReasonScaled), "not reported as a target failure")
 	g.Expect(drainEvents(rec)).To(BeEmpty(), "no Warning for a stale read")
+}
+
+// TestReconcileLeavesOtherShards: a CronScaler another shard owns is not
+// touched (no finalizer, no status, no scaling); once its label moves into
+// this shard, it is reconciled like any other.
+func TestReconcileLeavesOtherShards(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "shards"
+	namespace(g, c, ns)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 3,
+		},
+	}
+	g.Expect(c.Create(ctx, hpa)).To(Succeed())
+	cs := &autoscalingv1alpha1.CronScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: map[string]string{shard.Label: "a"}},
+		Spec: autoscalingv1alpha1.CronScalerSpec{
+			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "api"},
+			Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "low", Schedule: "0 0 * * *", Replicas: 2}},
+		},
+	}
+	g.Expect(c.Create(ctx, cs)).To(Succeed())
+	sel, err := shard.Parse(shard.Label + "=b")
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(at("2026-11-23T06:00:00Z")), Shard: sel}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(reconcile.Result{}), "another shard's CronScaler must not be requeued here")
+	got := &autoscalingv1alpha1.CronScaler{}
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(got.Finalizers).To(BeEmpty())
+	g.Expect(got.Status.Conditions).To(BeEmpty())
+	h := &autoscalingv2.HorizontalPodAutoscaler{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(hpa), h)).To(Succeed())
+	g.Expect(*h.Spec.MinReplicas).To(Equal(int32(1)))
+
+	got.Labels[shard.Label] = "b"
+	g.Expect(c.Update(ctx, got)).To(Succeed())
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(hpa), h)).To(Succeed())
+	g.Expect(*h.Spec.MinReplicas).To(Equal(int32(2)))
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(got.Status.Conditions).NotTo(BeEmpty())
 }

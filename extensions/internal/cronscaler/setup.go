@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/internal/shard"
 )
 
 // A burst of fires is over when no reconcile has been in flight for
@@ -72,6 +74,10 @@ type Options struct {
 	// end-to-end tests reach a schedule's fire time without waiting for it.
 	// Zero in production.
 	ClockOffset time.Duration
+	// Shard selects the CronScalers this process owns (--shard-selector,
+	// set by main); nil owns all of them. All are cached, so that which
+	// CronScaler owns a target is judged alike in every shard.
+	Shard labels.Selector
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -102,6 +108,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorderFor("cronscaler-controller"),
 		Clock:     clk,
+		Shard:     o.Shard,
 	}
 	if err := IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -116,7 +123,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	changed := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("cronscaler").
-		For(&autoscalingv1alpha1.CronScaler{}, builder.WithPredicates(specOrDeletion)).
+		For(&autoscalingv1alpha1.CronScaler{}, builder.WithPredicates(predicate.Or[client.Object](specOrDeletion, shard.Moved(o.Shard)))).
 		Watches(&autoscalingv1alpha1.CronScaler{}, r.enqueueRivals(), builder.WithPredicates(specOrDeletion)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.enqueueScalersOfHPA(), changed)
 	for _, w := range watchedKinds {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/acme/platform-operator/internal/shard"
 )
 
 // namespacePoll re-checks a namespace that is still being deleted, in case a
@@ -37,6 +40,9 @@ type FinalizerReconciler struct {
 	Clock    clock.PassiveClock
 	// Backoff spaces the retries of failed deliveries.
 	Backoff Backoff
+	// Shard selects the tenants this process owns; nil owns all. Another
+	// shard's tenant is left to that shard's sidecar.
+	Shard labels.Selector
 
 	mu       sync.Mutex
 	failures map[string]int // consecutive failed deliveries per event id
@@ -80,6 +86,9 @@ func (r *FinalizerReconciler) reconcile(ctx context.Context, req ctrl.Request) (
 	obj := NewObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !shard.Owns(r.Shard, obj) {
+		return ctrl.Result{}, nil
 	}
 	t := Tenant{obj}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,9 @@ type Options struct {
 	WebhookTokenSecret string
 	// WebhookTimeout bounds one delivery attempt.
 	WebhookTimeout time.Duration
+	// Shard selects the tenants this process owns (--shard-selector, set
+	// by main); nil owns all of them.
+	Shard labels.Selector
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -89,6 +93,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorderFor("tenant-finalizer"),
 		Clock:    clock.RealClock{},
 		Backoff:  DefaultBackoff,
+		Shard:    o.Shard,
 	}
 	if o.WebhookURL != "" {
 		r.Notifier = &Notifier{

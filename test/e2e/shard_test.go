@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/shard"
+)
+
+// shardProcess is a Helm runtime that owns the resources labelled
+// platform.acme.com/shard=<name>, as a shard Deployment of
+// docs/sharding.md runs it.
+func shardProcess(name string) *operatorProcess {
+	return &operatorProcess{
+		name:       "manager-shard-" + name,
+		bin:        env.manager.bin,
+		logPath:    filepath.Join(filepath.Dir(env.manager.logPath), "manager-shard-"+name+".log"),
+		kubeconfig: env.manager.kubeconfig,
+		fixedArgs:  append(slices.Clone(env.manager.fixedArgs), "--shard-selector", shard.Label+"="+name),
+	}
+}
+
+// nginxReconciles is how many Nginx reconciles a runtime has run.
+func nginxReconciles(g Gomega, p *operatorProcess) float64 {
+	n, err := p.metric("controller_runtime_reconcile_total", "controller=nginx-controller")
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
+// TestShardsSplitAndMove runs two shards side by side, in place of the
+// suite's runtime: each takes its own Lease and reconciles only the
+// resources its selector matches; a resource that matches neither is left
+// untouched; and a resource whose label moves from one shard to the other
+// keeps its release (no reinstall, no uninstall): the new shard upgrades
+// and repairs it, the old one never touches it again.
+func TestShardsSplitAndMove(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name, orphan = "e2e-shards", "moving-nginx", "unsharded-nginx"
+	key := client.ObjectKey{Namespace: ns, Name: name}
+
+	// The suite's runtime owns every resource; the shards take its place.
+	g.Expect(env.manager.stop()).To(Succeed())
+	t.Cleanup(func() {
+		if err := env.manager.start(); err != nil {
+			t.Errorf("restarting the suite's runtime: %v", err)
+		}
+	})
+	a, b := shardProcess("a"), shardProcess("b")
+	for _, p := range []*operatorProcess{a, b} {
+		g.Expect(p.start()).To(Succeed())
+		t.Cleanup(func() { _ = p.stop() })
+	}
+	createNamespace(t, ns)
+
+	t.Log("each shard holds a Lease of its own")
+	g.Eventually(func(g Gomega) {
+		var leases coordinationv1.LeaseList
+		g.Expect(env.client.List(ctx, &leases, client.InNamespace(operatorNamespace))).To(Succeed())
+		held := map[string]bool{}
+		for _, l := range leases.Items {
+			if strings.HasPrefix(l.Name, helmruntime.DefaultLeaderElectionID+"-shard-") && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				held[l.Name] = true
+			}
+		}
+		g.Expect(held).To(HaveLen(2), "shard Leases: %v", held)
+	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	t.Log("a resource of shard a is installed by shard a alone")
+	applyYAML(g, ns, `apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: `+name+`
+  labels:
+    `+shard.Label+`: a
+spec:
+  replicaCount: 1
+`)
+	expectDeployedWith(g, ns, name, "InstallSuccessful")
+	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	dep := &appsv1.Deployment{}
+	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	installedUID := dep.UID
+	g.Expect(nginxReconciles(g, b)).To(BeZero(), "shard b reconciled a resource of shard a")
+
+	t.Log("a resource that matches no shard is left alone: no finalizer, no status, no release")
+	applyYAML(g, ns, `apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: `+orphan+`
+spec:
+  replicaCount: 1
+`)
+	g.Consistently(func(g Gomega) {
+		cr, err := getCR(ctx, nginxGVK, ns, orphan)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cr.GetFinalizers()).To(BeEmpty())
+		g.Expect(cr.Object).NotTo(HaveKey("status"))
+		g.Expect(releaseSecrets(ctx, ns, orphan)).To(BeEmpty())
+	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	t.Log("the label moves to shard b: shard b adopts the release as it is")
+	out, err := kubectl("label", "nginx", name, "-n", ns, "--overwrite", shard.Label+"=b")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		g.Expect(nginxReconciles(g, b)).To(BeNumerically(">", 0))
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	// Shard b found the release deployed and the objects in place.
+	expectDeployedWith(g, ns, name, "InstallSuccessful")
+	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(dep.UID).To(Equal(installedUID), "the Deployment was recreated: the release was reinstalled")
+
+	// Shard a still maps events of the release's objects to the resource
+	// (its dependent watches are on the kinds, not on resources), finds
+	// no such resource in its cache and stops there; what shows that it
+	// never acts is below, with shard b stopped.
+	t.Log("shard b upgrades it on a spec edit and repairs its drift")
+	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	expectDeployedWith(g, ns, name, "UpgradeSuccessful")
+	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf(
+		"sh.helm.release.v1."+name+".v1", "sh.helm.release.v1."+name+".v2"))
+	g.Expect(dep.UID).To(Equal(installedUID))
+	g.Expect(env.client.Delete(ctx, dep)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(env.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(d.UID).NotTo(Equal(installedUID))
+	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	t.Log("with shard b stopped, shard a does not take the resource over")
+	g.Expect(b.stop()).To(Succeed())
+	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+		g.Expect(releaseSecrets(ctx, ns, name)).To(HaveLen(2))
+	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
+// expectDeployedWith waits for condition Deployed=True with reason.
+func expectDeployedWith(g Gomega, ns, name, reason string) {
+	g.Eventually(func(g Gomega) {
+		cr, err := getCR(context.Background(), nginxGVK, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, got, msg := condition(cr, "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+		g.Expect(got).To(Equal(reason))
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
