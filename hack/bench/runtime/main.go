@@ -88,6 +88,49 @@ type config struct {
 	plot        string
 	deadline    time.Duration
 	concurrency int
+	// spec is the JSON spec of every Nginx resource.
+	spec string
+}
+
+// createWorkers is how many creates (and spec edits) the benchmark has in
+// flight, for ours and for the floor.
+const createWorkers = 16
+
+// editPatch is the spec edit of the upgrade phase.
+const editPatch = `{"spec":{"podAnnotations":{"bench.acme.com/edit":"1"}}}`
+
+// resourceName names the i-th resource (and its release).
+func resourceName(i int) string { return fmt.Sprintf("web-%04d", i) }
+
+func namespaceObject() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+}
+
+// specValues is the spec of every resource, as values.
+func (c config) specValues() (map[string]any, error) {
+	spec := map[string]any{}
+	if err := json.Unmarshal([]byte(c.spec), &spec); err != nil {
+		return nil, fmt.Errorf("-spec %q: %w", c.spec, err)
+	}
+	return spec, nil
+}
+
+// editedValues is the spec after editPatch.
+func (c config) editedValues() (map[string]any, error) {
+	spec, err := c.specValues()
+	if err != nil {
+		return nil, err
+	}
+	var patch struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(editPatch), &patch); err != nil {
+		return nil, err
+	}
+	for k, v := range patch.Spec {
+		spec[k] = v
+	}
+	return spec, nil
 }
 
 func main() {
@@ -96,7 +139,8 @@ func main() {
 	idle := flag.Duration("idle", 0, "idle window (default 10m; quick: 2m)")
 	settle := flag.Duration("settle", 30*time.Second, "longest wait after all are Deployed for the runtime's reconciles to quiet down before the idle window")
 	drift := flag.Int("drift", 20, "resources whose child Deployment is deleted, and as many others whose child's image is changed by hand")
-	only := flag.String("runtimes", "ours,helm-operator-plugins,operator-sdk", "runtimes to measure, in this order")
+	only := flag.String("runtimes", "ours,helm-operator-plugins,operator-sdk,floor", "runtimes to measure, in this order; floor is a bare client creating the rendered objects (floor.go)")
+	spec := flag.String("spec", "{}", "JSON spec of every Nginx resource, e.g. {\"replicaCount\":0}")
 	binDir := flag.String("bin-dir", "bin/k8s", "control plane binaries")
 	manager := flag.String("manager", "bin/manager", "our runtime")
 	hop := flag.String("helm-operator-plugins", "bin/helm-operator-plugins", "the stock helm-operator-plugins binary")
@@ -112,7 +156,10 @@ func main() {
 	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
-	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency}
+	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec}
+	if _, err := cfg.specValues(); err != nil {
+		fatal(err)
+	}
 	switch {
 	case *nList != "":
 		for _, s := range strings.Split(*nList, ",") {
@@ -161,14 +208,17 @@ func main() {
 		"operator-sdk": {name: "operator-sdk", bin: *sdk, args: func(w, m string) []string {
 			return []string{"run", "--watches-file", w, "--metrics-bind-address", m, "--health-probe-bind-address", "0"}
 		}},
+		floorName: {name: floorName},
 	}
 	for _, name := range strings.Split(*only, ",") {
 		spec, ok := all[strings.TrimSpace(name)]
 		if !ok {
 			fatal(fmt.Errorf("-runtimes: unknown runtime %q", name))
 		}
-		if spec.bin, err = filepath.Abs(spec.bin); err != nil {
-			fatal(err)
+		if spec.bin != "" {
+			if spec.bin, err = filepath.Abs(spec.bin); err != nil {
+				fatal(err)
+			}
 		}
 		cfg.runtimes = append(cfg.runtimes, spec)
 	}
@@ -195,7 +245,11 @@ func run(cfg config) error {
 		var byN []Result
 		for _, rt := range cfg.runtimes {
 			fmt.Printf("== %s, N=%d (load average %s)\n", rt.name, n, benchkit.LoadAverage())
-			r, err := measure(cfg, rt, n)
+			measureOne := measure
+			if rt.name == floorName {
+				measureOne = func(cfg config, _ runtimeSpec, n int) (Result, error) { return measureFloor(cfg, n) }
+			}
+			r, err := measureOne(cfg, rt, n)
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", rt.name, n, err)
 			}
@@ -266,7 +320,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	if err := benchkit.InstallCRDs(ctx, apiextclient.NewForConfigOrDie(rc), cfg.crdDir); err != nil {
 		return res, err
 	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, namespaceObject(), metav1.CreateOptions{}); err != nil {
 		return res, err
 	}
 
@@ -302,16 +356,21 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	// 1. Create N resources; wait until all are Deployed.
 	names := make([]string, n)
 	for i := range n {
-		names[i] = fmt.Sprintf("web-%04d", i)
+		names[i] = resourceName(i)
 	}
+	spec, err := cfg.specValues()
+	if err != nil {
+		return res, err
+	}
+	req0 := benchkit.Metric(proc, "rest_client_requests_total")
 	procs := benchkit.ClusterProcesses(cluster.Pid, map[string]int{"runtime": proc.Pid()})
 	procs.Mark()
 	start := time.Now()
-	if err := benchkit.Parallel(n, 16, func(i int) error {
+	if err := benchkit.Parallel(n, createWorkers, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "web.acme.com/v1alpha1", "kind": "Nginx",
 			"metadata": map[string]any{"name": names[i], "namespace": ns},
-			"spec":     map[string]any{},
+			"spec":     spec,
 		}}
 		obs.created(names[i])
 		_, err := dyn.Resource(nginxGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
@@ -322,6 +381,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   created %d in %s\n", n, time.Since(start).Round(time.Millisecond))
 	last := obs.waitDeployed(cfg.deadline)
 	installCPU := procs.CPUSince()
+	res.RequestsPerInstall = (benchkit.Metric(proc, "rest_client_requests_total") - req0) / float64(n)
 	lat := obs.deployLatencies()
 	res.Deployed = len(lat)
 	if res.Deployed == n {
@@ -332,13 +392,14 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   Deployed: %d/%d, all after %s, p50 %s, p99 %s\n", res.Deployed, n,
 		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
 	fmt.Printf("   CPU seconds until all were Deployed: %s\n", installCPU)
+	fmt.Printf("   API requests per install: %.1f\n", res.RequestsPerInstall)
 
 	// 2. Idle window, after the reconciles caused by the creation quiet down
 	// (or cfg.settle passes: peers resync all the time).
 	settled := waitQuiet(proc, cfg.settle)
 	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
 	cpu0, _ := benchkit.ProcCPU(proc.Pid())
-	req0 := benchkit.Metric(proc, "rest_client_requests_total")
+	req0 = benchkit.Metric(proc, "rest_client_requests_total")
 	idleStart := time.Now()
 	time.Sleep(cfg.idle)
 	cpu1, _ := benchkit.ProcCPU(proc.Pid())
@@ -387,8 +448,8 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	// 4. Edit every spec at once; wait until every release is upgraded.
 	upStart := time.Now()
 	obs.expectUpgrades()
-	patch := []byte(`{"spec":{"podAnnotations":{"bench.acme.com/edit":"1"}}}`)
-	if err := benchkit.Parallel(n, 16, func(i int) error {
+	patch := []byte(editPatch)
+	if err := benchkit.Parallel(n, createWorkers, func(i int) error {
 		_, err := dyn.Resource(nginxGVR).Namespace(ns).Patch(ctx, names[i], types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	}); err != nil {
@@ -396,10 +457,11 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	lastUp := obs.waitUpgraded(cfg.deadline)
 	res.Upgraded = obs.upgradedCount()
+	res.FailedReleases = obs.failedCount()
 	if res.Upgraded == n {
 		res.AllUpgraded = lastUp.Sub(upStart)
 	}
-	fmt.Printf("   upgraded: %d/%d, all after %s\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond))
+	fmt.Printf("   upgraded: %d/%d, all after %s; releases that failed at some revision: %d\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond), res.FailedReleases)
 
 	if text, err := proc.MetricsText(); err == nil {
 		_ = os.WriteFile(filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.metrics.txt", rt.name, n)), []byte(text), 0o644)
@@ -441,13 +503,15 @@ type observer struct {
 	upgradedAt   map[string]time.Time
 	lastUpgraded time.Time
 	revisions    map[string]int // latest deployed revision per release
+	// failed: releases with a revision Helm recorded as failed.
+	failed map[string]bool
 }
 
 func newObserver(n int) *observer {
 	return &observer{n: n, createdAt: map[string]time.Time{}, deployedAt: map[string]time.Time{},
 		deletedUID: map[string]types.UID{}, deletedAt: map[string]time.Time{}, recreated: map[string]time.Duration{},
 		editImage: map[string]string{}, editedAt: map[string]time.Time{}, reverted: map[string]time.Duration{},
-		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}}
+		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}, failed: map[string]bool{}}
 }
 
 func (o *observer) created(name string) {
@@ -512,6 +576,11 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 	secrets := sf.Core().V1().Secrets().Informer()
 	onSecret := func(obj any) {
 		s, ok := obj.(*corev1.Secret)
+		if ok && s.Labels["status"] == "failed" {
+			o.mu.Lock()
+			o.failed[s.Labels["name"]] = true
+			o.mu.Unlock()
+		}
 		if !ok || s.Labels["status"] != "deployed" {
 			return
 		}
@@ -688,4 +757,11 @@ func (o *observer) upgradedCount() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.upgradedAt)
+}
+
+// failedCount is how many releases had a revision recorded as failed.
+func (o *observer) failedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.failed)
 }

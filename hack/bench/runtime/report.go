@@ -38,6 +38,13 @@ type Result struct {
 	// at a new revision.
 	AllUpgraded time.Duration `json:"allUpgraded"`
 	Upgraded    int           `json:"upgraded"`
+	// FailedReleases counts the releases with a revision Helm recorded as
+	// failed (any phase).
+	FailedReleases int `json:"failedReleases"`
+	// RequestsPerInstall is the runtime's API requests from the first
+	// create until all were Deployed, per resource; for the floor, the
+	// objects each release creates (the least any tool sends).
+	RequestsPerInstall float64 `json:"requestsPerInstall"`
 	// TotalCPU is the runtime's CPU seconds over the whole run.
 	TotalCPU float64 `json:"totalCPUSeconds"`
 }
@@ -53,6 +60,7 @@ func seconds(d time.Duration, ok bool) (float64, bool) { return d.Seconds(), ok 
 
 var rows = []row{
 	{"all Deployed after", func(r Result) (float64, bool) { return seconds(r.AllDeployed, r.Deployed == r.N) }, fmtSeconds},
+	{"API requests per install", func(r Result) (float64, bool) { return r.RequestsPerInstall, r.RequestsPerInstall > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 	{"p50 create->Deployed", func(r Result) (float64, bool) { return seconds(r.LatencyP50, r.Deployed > 0) }, fmtSeconds},
 	{"p99 create->Deployed", func(r Result) (float64, bool) { return seconds(r.LatencyP99, r.Deployed > 0) }, fmtSeconds},
 	{"idle CPU (cores)", func(r Result) (float64, bool) { return r.IdleCPUCores, r.IdleWindow > 0 }, func(v float64) string { return fmt.Sprintf("%.4f", v) }},
@@ -67,6 +75,9 @@ var rows = []row{
 		return seconds(r.EditRevertedMax, r.EditsReverted == r.EditedChildren && r.EditedChildren > 0)
 	}, fmtSeconds},
 	{"all upgraded after edit", func(r Result) (float64, bool) { return seconds(r.AllUpgraded, r.Upgraded == r.N) }, fmtSeconds},
+	{"failed releases", func(r Result) (float64, bool) {
+		return float64(r.FailedReleases), r.Upgraded > 0 && r.Runtime != "floor"
+	}, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 	{"CPU over the run (s)", func(r Result) (float64, bool) { return r.TotalCPU, r.TotalCPU > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 }
 
