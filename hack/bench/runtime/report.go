@@ -141,9 +141,9 @@ func incomplete(label string, r Result, cell string) string {
 		return fmt.Sprintf("%d/%d only", r.Deployed, r.N)
 	case strings.HasPrefix(label, "all upgraded"):
 		return fmt.Sprintf("%d/%d only", r.Upgraded, r.N)
-	case strings.HasPrefix(label, "deleted child back max"):
+	case strings.HasPrefix(label, "deleted child back max") && r.DriftDeleted > 0:
 		return fmt.Sprintf("%d/%d back", r.DriftRecreated, r.DriftDeleted)
-	case strings.HasPrefix(label, "edited child back max"):
+	case strings.HasPrefix(label, "edited child back max") && r.EditedChildren > 0:
 		return fmt.Sprintf("%d/%d back", r.EditsReverted, r.EditedChildren)
 	}
 	return "-"
