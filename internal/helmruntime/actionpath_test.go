@@ -242,11 +242,11 @@ func TestActivityTracksActionsNotDryRuns(t *testing.T) {
 	done := make(chan error)
 	go func() { _, err := ac.Install("web", "ns", chrt, nil); done <- err }()
 	g.Eventually(lib.started).Should(Receive(Equal("install")))
-	_, stale := a.staleness("ns/web", t0.Add(-time.Hour), time.Minute)
+	_, stale := a.staleness("ns/web", t0.Add(-time.Hour), time.Minute, false)
 	g.Expect(stale).To(BeFalse(), "a release with an action running is never stale")
 	close(lib.release)
 	g.Eventually(done).Should(Receive(BeNil()))
-	_, stale = a.staleness("ns/web", t0.Add(-time.Hour), time.Minute)
+	_, stale = a.staleness("ns/web", t0.Add(-time.Hour), time.Minute, false)
 	g.Expect(stale).To(BeTrue())
 
 	t.Log("a dry-run is not an action on the release")
@@ -255,7 +255,7 @@ func TestActivityTracksActionsNotDryRuns(t *testing.T) {
 	clk.SetTime(t0.Add(time.Minute))
 	_, err = ac.Upgrade("web", "ns", chrt, nil, dryRun)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, stale = a.staleness("ns/web", t0.Add(30*time.Second), time.Hour)
+	_, stale = a.staleness("ns/web", t0.Add(30*time.Second), time.Hour, false)
 	g.Expect(stale).To(BeFalse(), "only the install's span counts as this process's own action")
 }
 

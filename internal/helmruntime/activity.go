@@ -62,7 +62,11 @@ func (a *releaseActivity) begin(key string) (end func()) {
 // stale, and why (see the package comment above). A reconcile only runs on
 // the leader, so the first call also marks the leadership start when the
 // election callback has not run yet.
-func (a *releaseActivity) staleness(key string, started time.Time, timeout time.Duration) (reason string, stale bool) {
+//
+// otherShard says that another shard stored the revision (the resource
+// moved between shards): that shard may still be running the action
+// whatever this process's leadership, so only the timeout makes it stale.
+func (a *releaseActivity) staleness(key string, started time.Time, timeout time.Duration, otherShard bool) (reason string, stale bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock.Now()
@@ -72,7 +76,7 @@ func (a *releaseActivity) staleness(key string, started time.Time, timeout time.
 	if a.inFlight[key] > 0 {
 		return "", false
 	}
-	if started.Before(a.leaderSince) {
+	if started.Before(a.leaderSince) && !otherShard {
 		return staleBeforeLeadership, true
 	}
 	if span, ok := a.finished[key]; ok && !started.Before(span.start) && !started.After(span.end) {

@@ -99,10 +99,11 @@ func (k *kindRuntime) unlockIfStale(ctx context.Context, ac actionClient, obj cl
 	}
 	log := k.log.WithValues("release", key, "version", last.Version, "status", string(last.Info.Status))
 	started := last.Info.LastDeployed.Time
-	why, stale := k.rt.activity.staleness(key, started, k.rt.staleAfter)
+	otherShard := last.Labels[ReleaseShardLabel] != k.rt.shardID
+	why, stale := k.rt.activity.staleness(key, started, k.rt.staleAfter, otherShard)
 	if !stale {
 		log.Info("Release is pending and may still be in progress; not unlocking it yet",
-			"since", started.UTC().Format(time.RFC3339), "staleAfter", k.rt.staleAfter.String())
+			"since", started.UTC().Format(time.RFC3339), "staleAfter", k.rt.staleAfter.String(), "otherShard", otherShard)
 		return nil
 	}
 

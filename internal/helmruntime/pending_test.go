@@ -15,8 +15,10 @@ func TestReleaseActivityStaleness(t *testing.T) {
 		name string
 		// setup runs against the activity with the clock at t0 and may move it.
 		setup func(a *releaseActivity, c *clocktesting.FakePassiveClock)
-		// started is when the pending revision was stored.
-		started time.Time
+		// started is when the pending revision was stored; otherShard,
+		// that another shard stored it.
+		started    time.Time
+		otherShard bool
 		// wantStale and wantReason are the verdict.
 		wantStale  bool
 		wantReason string
@@ -26,6 +28,21 @@ func TestReleaseActivityStaleness(t *testing.T) {
 		started:    t0.Add(-time.Second),
 		wantStale:  true,
 		wantReason: staleBeforeLeadership,
+	}, {
+		name: "started before this process became the leader, by another shard: it may still run there",
+		setup: func(a *releaseActivity, c *clocktesting.FakePassiveClock) {
+			a.elected()
+			c.SetTime(t0.Add(time.Minute))
+		},
+		started:    t0.Add(-time.Second),
+		otherShard: true,
+	}, {
+		name:       "started by another shard longer ago than the timeout",
+		setup:      func(a *releaseActivity, c *clocktesting.FakePassiveClock) { a.elected(); c.SetTime(t0.Add(time.Hour)) },
+		started:    t0.Add(-time.Second),
+		otherShard: true,
+		wantStale:  true,
+		wantReason: staleTimeout,
 	}, {
 		name: "started while leading, by someone else, recently",
 		setup: func(a *releaseActivity, c *clocktesting.FakePassiveClock) {
@@ -93,7 +110,7 @@ func TestReleaseActivityStaleness(t *testing.T) {
 			c := clocktesting.NewFakePassiveClock(t0)
 			a := newReleaseActivity(c)
 			tc.setup(a, c)
-			reason, stale := a.staleness(key, tc.started, DefaultStalePendingTimeout)
+			reason, stale := a.staleness(key, tc.started, DefaultStalePendingTimeout, tc.otherShard)
 			g.Expect(stale).To(Equal(tc.wantStale))
 			g.Expect(reason).To(Equal(tc.wantReason))
 		})

@@ -68,6 +68,10 @@ const (
 	ReleaseOwnerNameLabel = "platform.acme.com/owner-name"
 	// ReleaseOwnerUIDLabel is the owner's UID.
 	ReleaseOwnerUIDLabel = "platform.acme.com/owner-uid"
+	// ReleaseShardLabel is the shard that stored the revision (shard.ID;
+	// empty when the operator is not sharded). A revision another shard
+	// left pending may still be in progress there (see pending.go).
+	ReleaseShardLabel = "platform.acme.com/shard-id"
 )
 
 // ReasonReleaseNameConflict is the reason of the Warning Event emitted when
@@ -365,7 +369,7 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 		return nil, c.refuse(conflict)
 	}
 	c.k.refusals.forget(c.obj.GetUID())
-	labels := c.owner.labels()
+	labels := c.revisionLabels()
 	opts = append(opts, func(i *action.Install) error {
 		i.Labels = mergeLabels(i.Labels, labels)
 		return nil
@@ -404,8 +408,16 @@ func (c *ownedActionClient) mayChange(name string) error {
 
 // labelUpgrade records this resource as the owner on the new revision.
 func (c *ownedActionClient) labelUpgrade(u *action.Upgrade) error {
-	u.Labels = mergeLabels(u.Labels, c.owner.labels())
+	u.Labels = mergeLabels(u.Labels, c.revisionLabels())
 	return nil
+}
+
+// revisionLabels are the labels of a revision this resource stores: its
+// owner and the shard that stored it.
+func (c *ownedActionClient) revisionLabels() map[string]string {
+	l := c.owner.labels()
+	l[ReleaseShardLabel] = c.k.rt.shardID
+	return l
 }
 
 // Uninstall uninstalls the release when this resource owns it; a release

@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/shard"
 	"github.com/acme/platform-operator/internal/supervisor"
 )
 
@@ -56,6 +57,9 @@ type runtimeState struct {
 	activity *releaseActivity
 	// dryRuns counts the library's dry-run upgrades (digest.go).
 	dryRuns *prometheus.CounterVec
+	// shardID is the shard of this process (shard.ID), recorded on every
+	// revision it stores.
+	shardID string
 	// staleAfter and hookTimeout bound what the action path waits for
 	// (pending.go, shutdown.go).
 	staleAfter  time.Duration
@@ -78,6 +82,7 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		watches:     ws,
 		log:         opts.logger(),
 		activity:    newReleaseActivity(clock.RealClock{}),
+		shardID:     shard.ID(opts.Shard()),
 		dryRuns:     dryRuns,
 		staleAfter:  DefaultStalePendingTimeout,
 		hookTimeout: DefaultHookTimeout,

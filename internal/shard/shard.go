@@ -45,8 +45,17 @@ func LeaseID(id string, sel labels.Selector) string {
 	if sel == nil || sel.Empty() {
 		return id
 	}
+	return id + "-shard-" + ID(sel)
+}
+
+// ID names the shard sel in labels: a digest of the selector, empty for
+// the only shard.
+func ID(sel labels.Selector) string {
+	if sel == nil || sel.Empty() {
+		return ""
+	}
 	sum := sha256.Sum256([]byte(sel.String()))
-	return id + "-shard-" + hex.EncodeToString(sum[:5])
+	return hex.EncodeToString(sum[:5])
 }
 
 // Owns reports whether the shard sel owns obj.
