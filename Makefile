@@ -104,11 +104,15 @@ bench-cronscaler: cluster-binaries build ## Benchmark (not a test): 1000 CronSca
 bench-admission: cluster-binaries build ## Benchmark (not a test): 1000 creates and 1000 spec edits of Nginx through the admission webhook against the API server alone; prints p50/p90/p99.
 	go run ./hack/bench/admission --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions $(BENCH_ARGS)
 
+# A comma, for lists inside $(if ...).
+, := ,
+
 .PHONY: bench
-bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark (not a test): our Helm runtime against helm-operator-plugins `run` and operator-sdk's helm-operator, N=100,500,1000 (QUICK=1: N=200, 2-minute idle; BENCH_ARGS=... passes flags).
+bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark (not a test): our Helm runtime against helm-operator-plugins `run`, operator-sdk's helm-operator and the floor (a bare client), N=100,500,1000 (QUICK=1: N=200, 2-minute idle; N10K=1: ours and the floor at N=10000, about 90 minutes; BENCH_ARGS=... passes flags).
 	go run ./hack/bench/runtime --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager \
 	  --helm-operator-plugins $(LOCALBIN)/helm-operator-plugins --sdk-helm-operator $(LOCALBIN)/helm-operator \
-	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) $(BENCH_ARGS)
+	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) \
+	  $(if $(N10K),-n 10000 -runtimes floor$(,)ours -spec '{"replicaCount":0}' -phase-timeout 60m) $(BENCH_ARGS)
 
 ##@ Build
 
