@@ -112,7 +112,7 @@ bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm
 	go run ./hack/bench/runtime --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager \
 	  --helm-operator-plugins $(LOCALBIN)/helm-operator-plugins --sdk-helm-operator $(LOCALBIN)/helm-operator \
 	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) \
-	  $(if $(N10K),-n 10000 -runtimes floor$(,)ours -spec '{"replicaCount":0}' -phase-timeout 60m) $(BENCH_ARGS)
+	  $(if $(N10K),-n 10000 -runtimes floor$(,)ours -spec '{"replicaCount":0}' -phase-timeout 60m -settle 30m) $(BENCH_ARGS)
 
 ##@ Build
 
