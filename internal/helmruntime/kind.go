@@ -8,6 +8,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +79,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 //   - jittered per-resource resyncs (resync.go);
 //   - a resource refused for another's release retries when that release
 //     goes (refusals.go);
-//   - the reconciler's client redacts Secret values from the release
+//   - the reconciler's client reads only the shard's resources
+//     (shardfilter.go), redacts Secret values from the release
 //     manifest it writes into status (redact.go), and gives the conditions
 //     that report a refusal of the ownership layer that refusal's reason;
 //   - values the chart declares as generated are generated once and then
@@ -108,7 +110,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withRefusalReasons(NewRedactingClient(mgr.GetClient()), k.refusals)),
+		reconciler.WithClient(withRefusalReasons(NewRedactingClient(k.shardClient(mgr)), k.refusals)),
 	)
 	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))
 	if err != nil {
@@ -122,6 +124,16 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		opts = append(opts, reconciler.WithControllerSetupFunc(w.setController), reconciler.WithPostHook(w))
 	}
 	return opts, nil
+}
+
+// shardClient is the manager's client, reading the custom resources of
+// this process's shard only (shardfilter.go).
+func (k *kindRuntime) shardClient(mgr ctrl.Manager) client.Client {
+	gr := schema.GroupResource{Group: k.watch.GVK.Group, Resource: k.watch.GVK.Kind}
+	if m, err := mgr.GetRESTMapper().RESTMapping(k.watch.GVK.GroupKind(), k.watch.GVK.Version); err == nil {
+		gr = m.Resource.GroupResource()
+	}
+	return newShardFilter(mgr.GetClient(), k.rt.opts.Shard(), gr)
 }
 
 // logConfigured logs the resolved configuration of the kind.
