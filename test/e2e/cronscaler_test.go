@@ -241,9 +241,10 @@ func TestCronScalerFiresOnSchedule(t *testing.T) {
 	const ns = "e2e-cronscaler-fires"
 	createNamespace(t, ns)
 
-	// The sidecar's clock reads M-12s now; setup takes a few seconds.
+	// The sidecar's clock reads M-20s now; setup takes a few seconds (more
+	// on a loaded machine: the base job must be applied everywhere before M).
 	m := time.Now().Truncate(time.Minute).Add(5 * time.Minute)
-	restartExtensionsAt(t, m.Add(-12*time.Second))
+	restartExtensionsAt(t, m.Add(-20*time.Second))
 	realM := time.Now().Add(time.Until(m) - mustOffset(t))
 	defer restartExtensionsAt(t, time.Time{})
 	jobs := func(base, up int) []cronJob {
