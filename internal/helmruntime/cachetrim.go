@@ -38,10 +38,17 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //   - The objects releases render (unstructured, of any kind other than
 //     the watched custom resources) as their metadata and a digest of the
 //     rest (see fingerprint). They were most of the cache.
+//   - The watched custom resources without their status. The library reads
+//     the resource of each request from the API server (the manager's
+//     client does not cache unstructured objects) and writes its status
+//     from that copy; the cached copies only feed event handlers, which
+//     read metadata. The status holds the release's whole manifest
+//     (status.deployedRelease.manifest), a few KiB per resource: with
+//     10,000 resources, most of the memory the runtime held.
 //
-// watched are the kinds of the watches file: the custom resources, which
-// are kept whole, and of which the cache lists and watches only those the
-// shard selector matches. Every watch of a custom resource reads this
+// watched are the kinds of the watches file: the custom resources, of
+// which the cache lists and watches only those the shard selector
+// matches. Every watch of a custom resource reads this
 // cache, so the selector applies to all of them; a resource whose labels
 // stop matching leaves the cache as if it were deleted.
 func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
@@ -79,7 +86,9 @@ func (t cacheTrim) transform(obj any) (any, error) {
 	case *corev1.Secret:
 		stripReleasePayload(o)
 	case *unstructured.Unstructured:
-		if !t.watched[o.GroupVersionKind()] {
+		if t.watched[o.GroupVersionKind()] {
+			delete(o.Object, "status")
+		} else {
 			fingerprint(o)
 		}
 	}

@@ -78,23 +78,29 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			},
 		},
 		{
-			name:      "the watched custom resources are kept whole",
+			name:      "the watched custom resources keep metadata and spec, lose status",
 			transform: opts.DefaultTransform,
 			in: func() client.Object {
 				u := &unstructured.Unstructured{Object: map[string]any{
 					"metadata": map[string]any{"name": "web"},
 					"spec":     map[string]any{"replicaCount": int64(2)},
-					"status":   map[string]any{"deployedRelease": map[string]any{"name": "web"}},
+					"status":   map[string]any{"deployedRelease": map[string]any{"name": "web", "manifest": "---\nkind: Deployment\n"}},
 				}}
 				u.SetGroupVersionKind(nginxGVK)
 				u.SetManagedFields(managed)
+				u.SetLabels(map[string]string{"platform.acme.com/shard": "a"})
+				u.SetFinalizers([]string{"uninstall-helm-release"})
+				u.SetGeneration(3)
 				return u
 			}(),
 			check: func(g Gomega, out client.Object) {
 				u := out.(*unstructured.Unstructured)
 				g.Expect(u.GetManagedFields()).To(BeNil())
+				g.Expect(u.GetLabels()).To(HaveKeyWithValue("platform.acme.com/shard", "a"))
+				g.Expect(u.GetFinalizers()).To(ConsistOf("uninstall-helm-release"))
+				g.Expect(u.GetGeneration()).To(BeEquivalentTo(3))
 				g.Expect(u.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicaCount", int64(2))))
-				g.Expect(u.Object).To(HaveKey("status"))
+				g.Expect(u.Object).NotTo(HaveKey("status"))
 				g.Expect(u.Object).NotTo(HaveKey(contentDigestField))
 			},
 		},

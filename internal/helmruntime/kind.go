@@ -67,7 +67,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 	if err != nil {
 		return fmt.Errorf("create reconciler for %s: %w", rw.GVK, err)
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	// The library's own watch of the kind skips updates that ask for no
+	// work (primaryevents.go).
+	if err := r.SetupWithManager(withPrimaryEventFilter(mgr, rw.GVK)); err != nil {
 		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
 	}
 	k.logConfigured()

@@ -1,0 +1,98 @@
+package helmruntime
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func TestSpecChangeHandlerPassesOnlyUpdatesThatAskForWork(t *testing.T) {
+	base := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"spec": map[string]any{"replicaCount": int64(1)},
+		}}
+		u.SetGroupVersionKind(nginxGVK)
+		u.SetName("web")
+		u.SetNamespace("team-a")
+		u.SetResourceVersion("10")
+		u.SetGeneration(1)
+		u.SetLabels(map[string]string{"team": "a"})
+		u.SetFinalizers([]string{"uninstall-helm-release"})
+		return u
+	}
+	now := metav1.Now()
+	tests := []struct {
+		name   string
+		edit   func(u *unstructured.Unstructured)
+		passes bool
+		resync bool
+	}{
+		{"the informer's resync (same resourceVersion)", func(*unstructured.Unstructured) {}, true, true},
+		{"a spec edit", func(u *unstructured.Unstructured) {
+			u.Object["spec"] = map[string]any{"replicaCount": int64(2)}
+			u.SetGeneration(2)
+		}, true, false},
+		{"the deletion", func(u *unstructured.Unstructured) {
+			u.SetDeletionTimestamp(&now)
+			u.SetGeneration(2)
+		}, true, false},
+		{"a label edit", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "b"}) }, true, false},
+		{"a label removed", func(u *unstructured.Unstructured) { u.SetLabels(nil) }, true, false},
+		{"an annotation added", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{"helm.sdk.operatorframework.io/reconcile-paused": "true"})
+		}, true, false},
+		{"the uninstall finalizer taken away", func(u *unstructured.Unstructured) { u.SetFinalizers(nil) }, true, false},
+		{"a status write", func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Deployed"}}}
+		}, false, false},
+		{"a finalizer added", func(u *unstructured.Unstructured) {
+			u.SetFinalizers([]string{"uninstall-helm-release", "example.com/other"})
+		}, false, false},
+		{"empty annotations written where there were none", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{})
+		}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			old := base()
+			updated := old.DeepCopy()
+			tt.edit(updated)
+			if !tt.resync {
+				updated.SetResourceVersion("11")
+			}
+			rec := &recordingHandler{}
+			specChangeHandler{rec}.OnUpdate(old, updated)
+			want := 0
+			if tt.passes {
+				want = 1
+			}
+			g.Expect(rec.updates).To(Equal(want))
+		})
+	}
+}
+
+func TestSpecChangeHandlerPassesAddsAndDeletes(t *testing.T) {
+	g := NewWithT(t)
+	rec := &recordingHandler{}
+	h := specChangeHandler{rec}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(nginxGVK)
+	h.OnAdd(u, false)
+	h.OnDelete(u)
+	g.Expect(rec.adds).To(Equal(1))
+	g.Expect(rec.deletes).To(Equal(1))
+}
+
+type recordingHandler struct {
+	adds, updates, deletes int
+}
+
+var _ toolscache.ResourceEventHandler = (*recordingHandler)(nil)
+
+func (r *recordingHandler) OnAdd(any, bool)   { r.adds++ }
+func (r *recordingHandler) OnUpdate(any, any) { r.updates++ }
+func (r *recordingHandler) OnDelete(any)      { r.deletes++ }
