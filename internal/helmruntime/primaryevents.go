@@ -3,8 +3,10 @@ package helmruntime
 import (
 	"context"
 	"reflect"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,18 +15,29 @@ import (
 )
 
 // The library reconciles a custom resource on every update the watch of
-// its kind reports, and offers no predicate for that watch. Each install
-// and each upgrade then cost a second reconcile: the reconcile writes the
-// resource (its finalizer, its status), and the write comes back as an
-// update. That reconcile reads the resource and the release, renders the
-// chart and compares, and finds nothing to do: about four requests and a
-// render for each release, and with thousands of resources created at
-// once a queue of them that delays the first reconcile of the others.
+// its kind reports, and on every event of a Secret the resource controls,
+// and offers no predicate for either watch. Each install and each upgrade
+// then cost a second reconcile: the reconcile writes the resource (its
+// finalizer, its status) and the release record (a Secret the resource
+// controls, created pending and updated when the action ends), and the
+// writes come back as events. That reconcile reads the resource and the
+// release, renders the chart and compares, and finds nothing to do: about
+// four requests and a render for each release, and with thousands of
+// resources created at once a queue of them that delays the first
+// reconcile of the others.
 //
-// The runtime hands the library a manager whose cache gives the watch of
-// the kind an informer that passes on an update only when it can ask for
-// work (specChanged). Every other watch, the runtime's own included, sees
-// the manager's cache as it is.
+// The runtime hands the library a manager whose cache gives the library's
+// watches informers that filter events:
+//   - of the kind: an update passes only when it can ask for work
+//     (specChanged);
+//   - of Secrets: Helm's own writes of a release record do not pass: its
+//     creation, and an update that moves its status label (pending to
+//     deployed or failed, deployed to superseded). Helm writes records so
+//     only in the actions the reconciles run. Any other edit of a record,
+//     its deletion, and every event of other Secrets pass.
+//
+// Every other watch, the runtime's own included, sees the manager's cache
+// as it is.
 
 // specChanged tells whether an update of a custom resource can ask for a
 // reconcile:
@@ -87,39 +100,57 @@ func withPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind) ctrl.
 
 func (m *primaryEventsManager) GetCache() cache.Cache { return m.cache }
 
-// primaryEventsCache is the manager's cache, whose informer of kind gvk
-// filters updates.
+// primaryEventsCache is the manager's cache, whose informers of kind gvk
+// and of Secrets filter events.
 type primaryEventsCache struct {
 	cache.Cache
 	gvk schema.GroupVersionKind
 }
 
+var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+
 func (c *primaryEventsCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	i, err := c.Cache.GetInformer(ctx, obj, opts...)
-	if err != nil || obj.GetObjectKind().GroupVersionKind() != c.gvk {
+	if err != nil {
 		return i, err
 	}
-	return &specChangeInformer{Informer: i}, nil
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if _, typed := obj.(*corev1.Secret); typed {
+		gvk = secretGVK
+	}
+	switch gvk {
+	case c.gvk:
+		return &filteringInformer{Informer: i, wrap: func(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+			return specChangeHandler{h}
+		}}, nil
+	case secretGVK:
+		return &filteringInformer{Informer: i, wrap: func(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+			return releaseWriteHandler{h}
+		}}, nil
+	}
+	return i, nil
 }
 
-// specChangeInformer adds event handlers that see an update only when
-// specChanged says it can ask for work.
-type specChangeInformer struct {
+// filteringInformer wraps each event handler added to it.
+type filteringInformer struct {
 	cache.Informer
+	wrap func(toolscache.ResourceEventHandler) toolscache.ResourceEventHandler
 }
 
-func (i *specChangeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.Informer.AddEventHandler(specChangeHandler{h})
+func (i *filteringInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandler(i.wrap(h))
 }
 
-func (i *specChangeInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, period time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.Informer.AddEventHandlerWithResyncPeriod(specChangeHandler{h}, period)
+func (i *filteringInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, period time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandlerWithResyncPeriod(i.wrap(h), period)
 }
 
-func (i *specChangeInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.Informer.AddEventHandlerWithOptions(specChangeHandler{h}, opts)
+func (i *filteringInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandlerWithOptions(i.wrap(h), opts)
 }
 
+// specChangeHandler passes an update only when specChanged says it can
+// ask for work.
 type specChangeHandler struct {
 	toolscache.ResourceEventHandler
 }
@@ -131,4 +162,34 @@ func (h specChangeHandler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	h.ResourceEventHandler.OnUpdate(oldObj, newObj)
+}
+
+// releaseWriteHandler drops Helm's own writes of release records: their
+// creation, and updates that move their status label.
+type releaseWriteHandler struct {
+	toolscache.ResourceEventHandler
+}
+
+func (h releaseWriteHandler) OnAdd(obj any, isInInitialList bool) {
+	if isReleaseRecord(obj) {
+		return
+	}
+	h.ResourceEventHandler.OnAdd(obj, isInInitialList)
+}
+
+func (h releaseWriteHandler) OnUpdate(oldObj, newObj any) {
+	o, okOld := oldObj.(client.Object)
+	n, okNew := newObj.(client.Object)
+	if okOld && okNew && isReleaseRecord(n) && o.GetLabels()["status"] != n.GetLabels()["status"] {
+		return
+	}
+	h.ResourceEventHandler.OnUpdate(oldObj, newObj)
+}
+
+// isReleaseRecord tells a Helm release record by its metadata, which the
+// cache keeps of every Secret (typed, or unstructured for the dependent
+// watches of charts that render Secrets).
+func isReleaseRecord(obj any) bool {
+	o, ok := obj.(client.Object)
+	return ok && o.GetLabels()["owner"] == "helm" && strings.HasPrefix(o.GetName(), "sh.helm.release.v1.")
 }

@@ -1,12 +1,17 @@
 package helmruntime
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestSpecChangeHandlerPassesOnlyUpdatesThatAskForWork(t *testing.T) {
@@ -96,3 +101,68 @@ var _ toolscache.ResourceEventHandler = (*recordingHandler)(nil)
 func (r *recordingHandler) OnAdd(any, bool)   { r.adds++ }
 func (r *recordingHandler) OnUpdate(any, any) { r.updates++ }
 func (r *recordingHandler) OnDelete(any)      { r.deletes++ }
+
+func TestReleaseWriteHandlerDropsOnlyHelmsWritesOfReleaseRecords(t *testing.T) {
+	g := NewWithT(t)
+	record := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Labels: map[string]string{"owner": "helm", "name": "web"}}}
+	rendered := &unstructured.Unstructured{}
+	rendered.SetAPIVersion("v1")
+	rendered.SetKind("Secret")
+	rendered.SetName("web-password")
+	unstructuredRecord := &unstructured.Unstructured{}
+	unstructuredRecord.SetName(record.Name)
+	unstructuredRecord.SetLabels(record.Labels)
+
+	withStatus := func(o client.Object, status string) client.Object {
+		c := o.DeepCopyObject().(client.Object)
+		l := map[string]string{}
+		for k, v := range o.GetLabels() {
+			l[k] = v
+		}
+		l["status"] = status
+		c.SetLabels(l)
+		return c
+	}
+
+	rec := &recordingHandler{}
+	h := releaseWriteHandler{rec}
+	h.OnAdd(record, false)
+	h.OnUpdate(withStatus(record, "pending-install"), withStatus(record, "deployed"))
+	h.OnAdd(unstructuredRecord, false)
+	h.OnUpdate(withStatus(unstructuredRecord, "deployed"), withStatus(unstructuredRecord, "superseded"))
+	g.Expect(*rec).To(Equal(recordingHandler{}), "Helm's writes of release records")
+
+	edited := withStatus(record, "deployed")
+	edited.GetLabels()["example.com/note"] = "by hand"
+	h.OnUpdate(withStatus(record, "deployed"), edited)
+	h.OnDelete(record)
+	h.OnAdd(rendered, false)
+	h.OnUpdate(rendered, rendered)
+	g.Expect(*rec).To(Equal(recordingHandler{adds: 1, updates: 2, deletes: 1}))
+}
+
+func TestPrimaryEventsCacheFiltersTheLibrarysWatchesOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := &primaryEventsCache{Cache: &informertest.FakeInformers{}, gvk: nginxGVK}
+	kindOf := func(gvk schema.GroupVersionKind) client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	for _, tt := range []struct {
+		obj      client.Object
+		filtered bool
+	}{
+		{kindOf(nginxGVK), true},
+		{&corev1.Secret{}, true},
+		{kindOf(secretGVK), true},
+		{kindOf(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}), false},
+		{&corev1.ConfigMap{}, false},
+	} {
+		i, err := c.GetInformer(ctx, tt.obj)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, filtered := i.(*filteringInformer)
+		g.Expect(filtered).To(Equal(tt.filtered), "%T %s", tt.obj, tt.obj.GetObjectKind().GroupVersionKind())
+	}
+}
