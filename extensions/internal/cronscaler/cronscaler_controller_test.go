@@ -275,19 +275,25 @@ func (s scaleCalls) Patch(ctx context.Context, obj client.Object, patch client.P
 
 // TestReconcileHPA sets an HPA's minReplicas, raising maxReplicas when
 // needed, and restores both on delete.
-func TestReconcileHPA(t *testing.T) {
-	c := needAPIServer(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	const ns = "hpa"
-	namespace(g, c, ns)
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+// apiHPA is an HPA "api" in ns scaling the Deployment "api" between 1 and
+// 3 replicas.
+func apiHPA(ns string) *autoscalingv2.HorizontalPodAutoscaler {
+	return &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
 			MinReplicas:    ptr.To[int32](1), MaxReplicas: 3,
 		},
 	}
+}
+
+func TestReconcileHPA(t *testing.T) {
+	c := needAPIServer(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "hpa"
+	namespace(g, c, ns)
+	hpa := apiHPA(ns)
 	g.Expect(c.Create(ctx, hpa)).To(Succeed())
 	cs := &autoscalingv1alpha1.CronScaler{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
@@ -593,13 +599,7 @@ func TestReconcileLeavesOtherShards(t *testing.T) {
 	ctx := context.Background()
 	const ns = "shards"
 	namespace(g, c, ns)
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
-			MinReplicas:    ptr.To[int32](1), MaxReplicas: 3,
-		},
-	}
+	hpa := apiHPA(ns)
 	g.Expect(c.Create(ctx, hpa)).To(Succeed())
 	cs := &autoscalingv1alpha1.CronScaler{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: map[string]string{shard.Label: "a"}},

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,14 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
 	"github.com/acme/platform-operator/internal/chartrender"
-	"github.com/acme/platform-operator/internal/localcluster"
 )
 
 // floorName names the floor in tables, ratios and the plot.
@@ -42,27 +36,13 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	state, err := os.MkdirTemp("", "bench-floor-")
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-")
+	defer stop()
 	if err != nil {
 		return res, err
 	}
-	defer benchkit.Cleanup(func() { _ = os.RemoveAll(state) })()
-	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster")})
-	if err != nil {
-		return res, fmt.Errorf("local cluster: %w", err)
-	}
-	defer benchkit.Cleanup(func() { _ = cluster.Stop() })()
-	rc, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
-	if err != nil {
-		return res, err
-	}
-	rc.QPS, rc.Burst = -1, 0
-	kube := kubernetes.NewForConfigOrDie(rc)
-	dyn := dynamic.NewForConfigOrDie(rc)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(rc)))
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, namespaceObject(), metav1.CreateOptions{}); err != nil {
-		return res, err
-	}
+	dyn := env.dyn
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(env.rc)))
 	ch, err := chartrender.LoadChart(cfg.chartDir)
 	if err != nil {
 		return res, err
@@ -79,7 +59,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 		return res, err
 	}
 
-	procs := benchkit.ClusterProcesses(cluster.Pid, nil)
+	procs := benchkit.ClusterProcesses(env.cluster.Pid, nil)
 	procs.Mark()
 	var mu sync.Mutex
 	var lat []time.Duration

@@ -51,11 +51,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
-	"github.com/acme/platform-operator/internal/localcluster"
 )
 
 var nginxGVR = schema.GroupVersionResource{Group: "web.acme.com", Version: "v1alpha1", Resource: "nginxes"}
@@ -299,28 +297,13 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	res := Result{Runtime: rt.name, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	state, err := os.MkdirTemp("", "bench-runtime-")
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-")
+	defer stop()
 	if err != nil {
 		return res, err
 	}
-	defer benchkit.Cleanup(func() { _ = os.RemoveAll(state) })()
-
-	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster")})
-	if err != nil {
-		return res, fmt.Errorf("local cluster: %w", err)
-	}
-	defer benchkit.Cleanup(func() { _ = cluster.Stop() })()
-	rc, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
-	if err != nil {
-		return res, err
-	}
-	rc.QPS, rc.Burst = -1, 0 // the benchmark's own client is not throttled
-	kube := kubernetes.NewForConfigOrDie(rc)
-	dyn := dynamic.NewForConfigOrDie(rc)
+	state, cluster, rc, kube, dyn := env.state, env.cluster, env.rc, env.kube, env.dyn
 	if err := benchkit.InstallCRDs(ctx, apiextclient.NewForConfigOrDie(rc), cfg.crdDir); err != nil {
-		return res, err
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, namespaceObject(), metav1.CreateOptions{}); err != nil {
 		return res, err
 	}
 
