@@ -430,6 +430,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 
 	// 4. Edit every spec at once; wait until every release is upgraded.
 	upStart := time.Now()
+	reqUp0 := benchkit.Metric(proc, "rest_client_requests_total")
 	obs.expectUpgrades()
 	patch := []byte(editPatch)
 	if err := benchkit.Parallel(n, createWorkers, func(i int) error {
@@ -443,8 +444,10 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	res.FailedReleases = obs.failedCount()
 	if res.Upgraded == n {
 		res.AllUpgraded = lastUp.Sub(upStart)
+		res.RequestsPerUpgrade = (benchkit.Metric(proc, "rest_client_requests_total") - reqUp0) / float64(n)
 	}
 	fmt.Printf("   upgraded: %d/%d, all after %s; releases that failed at some revision: %d\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond), res.FailedReleases)
+	fmt.Printf("   API requests per upgrade: %.1f\n", res.RequestsPerUpgrade)
 
 	if text, err := proc.MetricsText(); err == nil {
 		_ = os.WriteFile(filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.metrics.txt", rt.name, n)), []byte(text), 0o644)

@@ -45,6 +45,10 @@ type Result struct {
 	// create until all were Deployed, per resource; for the floor, the
 	// objects each release creates (the least any tool sends).
 	RequestsPerInstall float64 `json:"requestsPerInstall"`
+	// RequestsPerUpgrade is the runtime's API requests from the first spec
+	// edit until all were upgraded, per resource; 0 when not all were
+	// (and for the floor, which counts no requests).
+	RequestsPerUpgrade float64 `json:"requestsPerUpgrade"`
 	// TotalCPU is the runtime's CPU seconds over the whole run.
 	TotalCPU float64 `json:"totalCPUSeconds"`
 }
@@ -75,6 +79,7 @@ var rows = []row{
 		return seconds(r.EditRevertedMax, r.EditsReverted == r.EditedChildren && r.EditedChildren > 0)
 	}, fmtSeconds},
 	{"all upgraded after edit", func(r Result) (float64, bool) { return seconds(r.AllUpgraded, r.Upgraded == r.N) }, fmtSeconds},
+	{"API requests per upgrade", func(r Result) (float64, bool) { return r.RequestsPerUpgrade, r.RequestsPerUpgrade > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 	{"failed releases", func(r Result) (float64, bool) {
 		return float64(r.FailedReleases), r.Upgraded > 0 && r.Runtime != "floor"
 	}, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
