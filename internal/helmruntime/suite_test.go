@@ -70,7 +70,11 @@ func runSuite(m *testing.M) int {
 		code = max(code, 1)
 	}
 	if suite.logFile != "" {
-		fmt.Fprintf(os.Stderr, "runtime logs: %s\n", suite.logFile)
+		if code == 0 { // kept only to read after a failure
+			_ = os.Remove(suite.logFile)
+		} else {
+			fmt.Fprintf(os.Stderr, "runtime logs: %s\n", suite.logFile)
+		}
 	}
 	return code
 }

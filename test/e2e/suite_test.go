@@ -144,6 +144,14 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
+	// The logs are kept when the suite fails, and removed (after the
+	// processes below have stopped) when it passes.
+	keepLogs := true
+	defer func() {
+		if !keepLogs {
+			_ = os.RemoveAll(logDir)
+		}
+	}()
 	leaderElection := []string{"--leader-elect", "--leader-election-namespace", operatorNamespace}
 	env.manager = &operatorProcess{
 		name: "manager", bin: managerBin, logPath: filepath.Join(logDir, "manager.log"),
@@ -164,6 +172,7 @@ func run(m *testing.M) int {
 	}
 
 	code := m.Run()
+	keepLogs = code != 0
 	if code != 0 {
 		// The cluster's state dir goes with Stop; keep its component logs
 		// (kube-controller-manager, kwok, ...) next to the operator's.
