@@ -86,8 +86,7 @@ type recordsMemo struct {
 	forget func()
 
 	mu      sync.Mutex
-	held    bool               // records is the stored list of name
-	name    string             // the release whose records are held
+	name    string             // the release whose records are held; "" when none are
 	records []*release.Release // empty: none stored
 }
 
@@ -96,17 +95,17 @@ type recordsMemo struct {
 // is answered from the release's list.
 func (d *recordsMemo) Query(labels map[string]string) ([]*release.Release, error) {
 	name, ok := labels["name"]
-	if !ok || labels["owner"] != "helm" {
+	if !ok || name == "" || labels["owner"] != "helm" {
 		return d.Driver.Query(labels)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.held || d.name != name {
+	if d.name != name {
 		all, err := d.Driver.Query(map[string]string{"name": name, "owner": "helm"})
 		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 			return nil, err
 		}
-		d.held, d.name, d.records = true, name, all
+		d.name, d.records = name, all
 	}
 	var matched []*release.Release
 	for _, r := range d.records {
@@ -141,7 +140,7 @@ func (d *recordsMemo) Delete(key string) (*release.Release, error) {
 // drop forgets the held list and what the action client read.
 func (d *recordsMemo) drop() {
 	d.mu.Lock()
-	d.held, d.name, d.records = false, "", nil
+	d.name, d.records = "", nil
 	d.mu.Unlock()
 	d.forget()
 }
