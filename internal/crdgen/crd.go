@@ -30,7 +30,7 @@ const (
 		"Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. " +
 		"More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
 	statusDescription = "Status is written by the operator's Helm runtime and must not be set by users. " +
-		"It holds conditions (Initialized, Deployed, ReleaseFailed, Irreconcilable) and deployedRelease " +
+		"It holds conditions (Initialized, Deployed, Ready, ReleaseFailed, Irreconcilable), observedGeneration and deployedRelease " +
 		"(the name and rendered manifest of the installed Helm release)."
 )
 

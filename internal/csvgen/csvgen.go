@@ -94,6 +94,20 @@ func Owned(crd *apiextensionsv1.CustomResourceDefinition, resources []Resource) 
 			XDescriptors: []string{xConditions},
 		})
 	}
+	if status.XPreserveUnknownFields != nil {
+		// What the Helm runtime writes besides the library's conditions
+		// (internal/helmruntime/ready.go).
+		o.StatusDescriptors[len(o.StatusDescriptors)-1].Description = "Latest observations of the resource's state: " +
+			"Ready (every object of the release works: Deployments available, StatefulSets ready, claims bound; " +
+			"reason Progressing, Failed or ReleaseFailed and a message naming what is not when False), " +
+			"Deployed (Helm applied the release), ReleaseFailed, Irreconcilable, Initialized and Paused, " +
+			"each with the generation it describes."
+		o.StatusDescriptors = append(o.StatusDescriptors, Descriptor{
+			Path: "observedGeneration", DisplayName: "Observed Generation",
+			Description:  "The generation of the spec the status describes.",
+			XDescriptors: []string{"urn:alm:descriptor:text"},
+		})
+	}
 	for _, name := range sortedKeys(status.Properties) {
 		if name == "conditions" {
 			continue

@@ -68,8 +68,12 @@ func TestOwnedDescriptors(t *testing.T) {
 	g.Expect(byPath["tier"].XDescriptors).To(ConsistOf(xSelect+"dev", xSelect+"prod"))
 	g.Expect(byPath["image.tag"].XDescriptors).To(ConsistOf(xFieldGroup+"image", xText))
 	g.Expect(byPath["labels"].XDescriptors).To(ConsistOf(xAdvanced))
-	g.Expect(o.StatusDescriptors).To(HaveLen(1))
+	// An open status (the Helm runtime's): conditions, Ready among them,
+	// and the generation they describe.
+	g.Expect(o.StatusDescriptors).To(HaveLen(2))
 	g.Expect(o.StatusDescriptors[0].XDescriptors).To(ConsistOf(xConditions))
+	g.Expect(o.StatusDescriptors[0].Description).To(ContainSubstring("Ready"))
+	g.Expect(o.StatusDescriptors[1].Path).To(Equal("observedGeneration"))
 }
 
 // TestCSVBaseUpToDate fails when the committed CSV base's owned-CRD section

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/readiness"
 )
 
 // helmReleaseSecretType is the type of the Secrets Helm stores releases in.
@@ -102,7 +104,8 @@ const contentDigestField = "platform-operator.acme.com/content-sha256"
 
 // fingerprint replaces the content of a rendered object (every top-level
 // field but apiVersion, kind, metadata and status) with its SHA-256, and
-// drops its status.
+// its status with its health (readiness.Stash): kstatus's verdict and
+// message, all the Ready condition reads (ready.go).
 //
 // The runtime never reads rendered objects from the cache: Helm reads and
 // patches them on the API server, and the library's drift repair compares
@@ -110,7 +113,8 @@ const contentDigestField = "platform-operator.acme.com/content-sha256"
 // copies only feed the dependent watches, whose event handlers read the
 // metadata (owner references, Helm's owner annotations) and whose
 // predicate reconciles an update unless the object is unchanged apart
-// from status and resourceVersion. Metadata plus a digest of the content
+// from status and resourceVersion (so a change of health alone wakes only
+// the readiness controller). Metadata plus a digest of the content
 // keeps exactly that: two fingerprints are equal when the objects' content
 // is (their JSON, which has sorted keys, has the same SHA-256). A cached
 // Deployment shrinks from its whole spec, Pod template included, to its
@@ -129,6 +133,7 @@ func fingerprint(u *unstructured.Unstructured) {
 		return // not JSON data (never from an informer): kept whole
 	}
 	sum := sha256.Sum256(b)
+	health := readiness.Observe(u)
 	kept := map[string]any{contentDigestField: hex.EncodeToString(sum[:])}
 	for _, k := range []string{"apiVersion", "kind", "metadata"} {
 		if v, ok := u.Object[k]; ok {
@@ -136,6 +141,7 @@ func fingerprint(u *unstructured.Unstructured) {
 		}
 	}
 	u.Object = kept
+	readiness.Stash(u, health)
 }
 
 // bookkeepingAnnotationPrefixes are the prefixes of annotations that

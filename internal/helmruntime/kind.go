@@ -32,6 +32,8 @@ type kindRuntime struct {
 	refusals     *refusals
 	capabilities *capabilitiesCache
 	charts       *chartDigests
+	// ready judges the releases and writes Ready (ready.go).
+	ready *readyTracker
 }
 
 // setupKind builds the reconciler of one resolved watch and adds it to mgr.
@@ -55,6 +57,11 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 		capabilities:  newCapabilitiesCache(CapabilitiesMaxAge),
 		charts:        &chartDigests{},
 	}
+	k.ready = newReadyTracker(k, mgr)
+	if err := k.ready.setup(mgr); err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
+	rt.readyStates.track(rw.GVK.Kind, k.ready)
 	base, err := newLibraryGetter(mgr.GetConfig(), mgr.GetRESTMapper(), k.nsFor, k.capabilities)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -88,7 +95,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 //   - values the chart declares as generated are generated once and then
 //     kept for the life of the release (generated.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
-//     their drift is repaired at once (keepwatch.go).
+//     their drift is repaired at once (keepwatch.go);
+//   - every status write says which generation it describes and carries
+//     Ready, which a readiness controller keeps current (ready.go).
 func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionClientGetter) ([]reconciler.Option, error) {
 	rw := k.watch
 	opts := []reconciler.Option{
@@ -112,7 +121,8 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withRefusalReasons(NewRedactingClient(k.shardClient(mgr)), k.refusals)),
+		reconciler.WithClient(withReadyStatus(withRefusalReasons(NewRedactingClient(k.shardClient(mgr)), k.refusals), k.ready)),
+		reconciler.WithPostHook(k.ready),
 	)
 	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))
 	if err != nil {

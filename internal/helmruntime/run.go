@@ -57,6 +57,8 @@ type runtimeState struct {
 	activity *releaseActivity
 	// dryRuns counts the library's dry-run upgrades (digest.go).
 	dryRuns *prometheus.CounterVec
+	// readyStates counts releases by readiness (readymetrics.go).
+	readyStates *readyStates
 	// shardID is the shard of this process (shard.ID), recorded on every
 	// revision it stores.
 	shardID string
@@ -77,7 +79,16 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		dryRuns = already.ExistingCollector.(*prometheus.CounterVec)
 	}
+	states := newReadyStates()
+	if err := reg.Register(states); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		states = already.ExistingCollector.(*readyStates)
+	}
 	return &runtimeState{
+		readyStates: states,
 		opts:        opts,
 		watches:     ws,
 		log:         opts.logger(),

@@ -182,7 +182,7 @@ type CronScalerStatus struct {
 // +kubebuilder:printcolumn:name="Active job",type=string,JSONPath=`.status.activeJob`,description="Job whose schedule fired most recently."
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.desiredReplicas`,description="Replica count of the active job."
 // +kubebuilder:printcolumn:name="Next fire",type=string,JSONPath=`.status.nextScheduleTime`,description="Next time a job fires."
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1,description="Whether the target has the active job's count."
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the target has the active job's count."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CronScaler struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -1,0 +1,164 @@
+package helmruntime
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/readiness"
+)
+
+// readyStatusClient is the reconciler's client: every status the library
+// writes says which generation it describes, and carries Ready (ready.go).
+type readyStatusClient struct {
+	client.Client
+	t *readyTracker
+}
+
+func withReadyStatus(c client.Client, t *readyTracker) client.Client {
+	return &readyStatusClient{Client: c, t: t}
+}
+
+func (c *readyStatusClient) Status() client.SubResourceWriter {
+	return &readyStatusWriter{SubResourceWriter: c.Client.Status(), t: c.t}
+}
+
+type readyStatusWriter struct {
+	client.SubResourceWriter
+	t *readyTracker
+}
+
+// Update stamps obj's generation on its status and every condition, sets
+// Ready, writes, and remembers what was written.
+func (w *readyStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != w.t.gvk {
+		return w.SubResourceWriter.Update(ctx, obj, opts...)
+	}
+	key := client.ObjectKeyFromObject(u)
+	st, _ := u.Object["status"].(map[string]any)
+	w.t.mu.Lock()
+	var e readyEntry
+	if known := w.t.entries[key]; known != nil && known.uid == u.GetUID() {
+		e = *known
+	}
+	w.t.mu.Unlock()
+	e.uid = u.GetUID()
+	e.status = st
+	e.release = releaseFromStatus(st, e.release)
+	now := w.t.clock.Now()
+	v := w.t.verdict(ctx, &e, now)
+	u.Object["status"] = withReady(st, v, u.GetGeneration(), now)
+	if err := w.SubResourceWriter.Update(ctx, u, opts...); err != nil {
+		return err
+	}
+	w.t.mu.Lock()
+	stored := w.t.entryLocked(key, u.GetUID())
+	stored.generation = u.GetGeneration()
+	w.t.mu.Unlock()
+	w.t.written(key, &e, u, v)
+	return nil
+}
+
+// releaseFromStatus reads the library's conditions into r.
+func releaseFromStatus(st map[string]any, r readiness.Release) readiness.Release {
+	r.Paused = readyCondStatus(st, "Paused") == string(metav1.ConditionTrue)
+	r.Deployed = readyCondStatus(st, "Deployed") == string(metav1.ConditionTrue)
+	r.ReleaseFailed = readyCondStatus(st, "ReleaseFailed") == string(metav1.ConditionTrue)
+	r.ReleaseFailedMessage = ""
+	if c := findCondition(st, "ReleaseFailed"); c != nil {
+		r.ReleaseFailedMessage, _ = c["message"].(string)
+	}
+	return r
+}
+
+// condition returns the condition of type typ in st, or nil.
+func findCondition(st map[string]any, typ string) map[string]any {
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// conditionStatus is the status of the condition of type typ, or "".
+func readyCondStatus(st map[string]any, typ string) string {
+	s, _ := findCondition(st, typ)["status"].(string)
+	return s
+}
+
+// withReady returns a copy of st whose observedGeneration and every
+// condition's are generation, and whose Ready condition is v (its
+// lastTransitionTime kept unless its status changes).
+func withReady(st map[string]any, v readiness.Verdict, generation int64, now time.Time) map[string]any {
+	out := runtime.DeepCopyJSON(orEmpty(st))
+	out["observedGeneration"] = generation
+	status := string(metav1.ConditionFalse)
+	switch {
+	case v.Ready:
+		status = string(metav1.ConditionTrue)
+	case v.Reason == readiness.ReasonPaused:
+		status = string(metav1.ConditionUnknown)
+	}
+	ready := map[string]any{
+		"type":               ConditionReady,
+		"status":             status,
+		"reason":             v.Reason,
+		"message":            v.Message,
+		"lastTransitionTime": now.UTC().Format(time.RFC3339),
+	}
+	conds, _ := out["conditions"].([]any)
+	found := false
+	for i, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		if m["type"] == ConditionReady {
+			if m["status"] == status && m["lastTransitionTime"] != nil {
+				ready["lastTransitionTime"] = m["lastTransitionTime"]
+			}
+			conds[i] = ready
+			m = ready
+			found = true
+		}
+		m["observedGeneration"] = generation
+	}
+	if !found {
+		ready["observedGeneration"] = generation
+		conds = append(conds, ready)
+	}
+	out["conditions"] = conds
+	return out
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// statusEqual compares two statuses as JSON values (generations may be
+// int64 in one and float64 or int64 in the other).
+func statusEqual(a, b map[string]any) bool {
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+func normalize(m map[string]any) any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
