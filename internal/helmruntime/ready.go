@@ -94,15 +94,16 @@ type readyEntry struct {
 
 // readyTracker judges the releases of one kind and writes their Ready.
 type readyTracker struct {
-	gvk       schema.GroupVersionKind
-	cache     cache.Cache
-	apiReader client.Reader
-	writer    client.Client
-	mapper    meta.RESTMapper
-	recorder  record.EventRecorder
-	clock     clock.PassiveClock
-	log       logr.Logger
-	wake      chan event.TypedGenericEvent[*unstructured.Unstructured]
+	gvk           schema.GroupVersionKind
+	clusterScoped bool
+	cache         cache.Cache
+	apiReader     client.Reader
+	writer        client.Client
+	mapper        meta.RESTMapper
+	recorder      record.EventRecorder
+	clock         clock.PassiveClock
+	log           logr.Logger
+	wake          chan event.TypedGenericEvent[*unstructured.Unstructured]
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*readyEntry
@@ -114,17 +115,18 @@ type readyTracker struct {
 
 func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 	return &readyTracker{
-		gvk:       k.watch.GVK,
-		cache:     mgr.GetCache(),
-		apiReader: mgr.GetAPIReader(),
-		writer:    k.shardClient(mgr),
-		mapper:    mgr.GetRESTMapper(),
-		recorder:  k.recorder,
-		clock:     clock.RealClock{},
-		log:       k.log.WithName("readiness"),
-		wake:      make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
-		entries:   map[types.NamespacedName]*readyEntry{},
-		watched:   map[schema.GroupVersionKind]bool{},
+		gvk:           k.watch.GVK,
+		clusterScoped: k.clusterScoped,
+		cache:         mgr.GetCache(),
+		apiReader:     mgr.GetAPIReader(),
+		writer:        k.shardClient(mgr),
+		mapper:        mgr.GetRESTMapper(),
+		recorder:      k.recorder,
+		clock:         clock.RealClock{},
+		log:           k.log.WithName("readiness"),
+		wake:          make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
+		entries:       map[types.NamespacedName]*readyEntry{},
+		watched:       map[schema.GroupVersionKind]bool{},
 	}
 }
 
@@ -307,7 +309,11 @@ var healthChanged = predicate.TypedFuncs[*unstructured.Unstructured]{
 func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		if ref.Kind == t.gvk.Kind && ref.APIVersion == t.gvk.GroupVersion().String() {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}
+			if t.clusterScoped {
+				key.Namespace = ""
+			}
+			return []reconcile.Request{{NamespacedName: key}}
 		}
 		return nil
 	}

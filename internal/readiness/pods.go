@@ -93,11 +93,23 @@ func podProblem(p *corev1.Pod) string {
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running != nil && !cs.Ready {
-			return fmt.Sprintf("container %s running, not ready (readiness probe failing)", cs.Name)
+			if hasReadinessProbe(p, cs.Name) {
+				return fmt.Sprintf("container %s running, readiness probe failing", cs.Name)
+			}
+			return fmt.Sprintf("container %s running, not ready", cs.Name)
 		}
 	}
 	if p.Status.Phase == corev1.PodRunning || p.Status.Phase == "" {
 		return ""
 	}
 	return string(p.Status.Phase)
+}
+
+func hasReadinessProbe(p *corev1.Pod, container string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			return c.ReadinessProbe != nil
+		}
+	}
+	return false
 }

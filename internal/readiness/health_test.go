@@ -1,0 +1,62 @@
+package readiness
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+func deployment(generation, observed, replicas, available int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "shop", "namespace": "team-a", "generation": generation},
+		"spec":     map[string]any{"replicas": replicas},
+		"status": map[string]any{
+			"observedGeneration": observed, "replicas": replicas, "updatedReplicas": replicas,
+			"readyReplicas": available, "availableReplicas": available,
+			"conditions": []any{map[string]any{"type": "Available", "status": map[bool]string{true: "True", false: "False"}[available == replicas]}},
+		},
+	}}
+}
+
+func TestObserve(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		// want is the kstatus status Observe must read.
+		want kstatus.Status
+	}{
+		{"available Deployment", deployment(2, 2, 2, 2), kstatus.CurrentStatus},
+		{"Deployment short of available replicas", deployment(2, 2, 2, 0), kstatus.InProgressStatus},
+		{"Deployment whose new generation is not observed yet", deployment(3, 2, 2, 2), kstatus.InProgressStatus},
+		{"pending claim", &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+			"metadata": map[string]any{"name": "data-shop-db-0"},
+			"status":   map[string]any{"phase": "Pending"},
+		}}, kstatus.InProgressStatus},
+		{"ConfigMap", &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
+		}}, kstatus.CurrentStatus},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(Observe(tc.obj).Status).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestStashRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	u := deployment(2, 2, 2, 0)
+	h := Observe(u)
+	Stash(u, h)
+	got, ok := Stashed(u)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(h))
+	g.Expect(got.Message).To(Equal("Available: 0/2"))
+
+	_, ok = Stashed(deployment(1, 1, 1, 1))
+	g.Expect(ok).To(BeFalse(), "a live status is not a stashed health")
+}
