@@ -10,7 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/readiness"
 )
 
 func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
@@ -58,7 +61,7 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			},
 		},
 		{
-			name:      "a rendered object keeps its metadata and a digest of the rest",
+			name:      "a rendered object keeps its metadata, a digest of the rest and its health",
 			transform: opts.DefaultTransform,
 			in: func() client.Object {
 				u := deployment(2, "Running")
@@ -74,7 +77,10 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 				g.Expect(u.GroupVersionKind()).To(Equal(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}))
 				g.Expect(u.Object).To(HaveKeyWithValue(contentDigestField, HaveLen(64)))
 				g.Expect(u.Object).NotTo(HaveKey("spec"))
-				g.Expect(u.Object).NotTo(HaveKey("status"))
+				h, ok := readiness.Stashed(u)
+				g.Expect(ok).To(BeTrue(), "the status is replaced by the health")
+				g.Expect(h.Status).To(Equal(kstatus.InProgressStatus))
+				g.Expect(u.Object["status"]).To(HaveLen(2), "nothing of the live status is kept")
 			},
 		},
 		{

@@ -76,6 +76,9 @@ const (
 	// revision was applied before its Pods are read to say why: a rollout
 	// that takes a few seconds costs no request.
 	describePodsAfter = 5 * time.Second
+	// afterHook is how long after the post-release hook the controller
+	// waits for the library's status write of the same reconcile.
+	afterHook = 250 * time.Millisecond
 )
 
 // readyEntry is what the tracker knows of one custom resource.
@@ -86,6 +89,10 @@ type readyEntry struct {
 	release readiness.Release
 	// generation is the generation the library last acted on.
 	generation int64
+	// hookAt is when the post-release hook last ran: the library writes
+	// its status right after it, so the controller waits for that write
+	// (afterHook) instead of racing it.
+	hookAt time.Time
 	// status and resourceVersion are the custom resource's as this
 	// process last read or wrote them.
 	status          map[string]any
@@ -185,6 +192,7 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 		e.release.AppliedAt = t.appliedAt(rel)
 	}
 	e.generation = obj.GetGeneration()
+	e.hookAt = t.clock.Now()
 	if st, ok := obj.Object["status"].(map[string]any); ok {
 		e.status = st
 		e.release = releaseFromStatus(st, e.release)
@@ -357,7 +365,7 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	}
 	t.mu.Lock()
 	e := t.entries[req.NamespacedName]
-	if e == nil || e.uid != cr.GetUID() || e.status == nil {
+	if e == nil || e.uid != cr.GetUID() {
 		// The library has not acted on this resource in this process
 		// yet; its post-release hook will wake us.
 		t.mu.Unlock()
@@ -367,6 +375,11 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	t.mu.Unlock()
 
 	now := t.clock.Now()
+	if wait := afterHook - now.Sub(snapshot.hookAt); wait > 0 || snapshot.status == nil {
+		// The library's status write of this reconcile is still to come
+		// (a new resource has no status before it).
+		return reconcile.Result{RequeueAfter: max(wait, afterHook)}, nil
+	}
 	if wait := readiness.Settle - now.Sub(snapshot.release.AppliedAt); !snapshot.release.AppliedAt.IsZero() && wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
