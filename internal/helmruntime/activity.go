@@ -58,6 +58,15 @@ func (a *releaseActivity) begin(key string) (end func()) {
 	}
 }
 
+// busy reports whether an action of this process on key is running: its
+// objects are being written, and judging their health now would judge a
+// revision half applied (ready.go).
+func (a *releaseActivity) busy(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inFlight[key] > 0
+}
+
 // staleness reports whether a pending revision of key stored at started is
 // stale, and why (see the package comment above). A reconcile only runs on
 // the leader, so the first call also marks the leadership start when the

@@ -103,14 +103,19 @@ type readyEntry struct {
 type readyTracker struct {
 	gvk           schema.GroupVersionKind
 	clusterScoped bool
-	cache         cache.Cache
-	apiReader     client.Reader
-	writer        client.Client
-	mapper        meta.RESTMapper
-	recorder      record.EventRecorder
-	clock         clock.PassiveClock
-	log           logr.Logger
-	wake          chan event.TypedGenericEvent[*unstructured.Unstructured]
+	// releaseKey names the release of a resource as the action path's
+	// activity tracking does, and activity says whether an action on it
+	// runs.
+	releaseKey func(client.Object) string
+	activity   *releaseActivity
+	cache      cache.Cache
+	apiReader  client.Reader
+	writer     client.Client
+	mapper     meta.RESTMapper
+	recorder   record.EventRecorder
+	clock      clock.PassiveClock
+	log        logr.Logger
+	wake       chan event.TypedGenericEvent[*unstructured.Unstructured]
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*readyEntry
@@ -124,16 +129,21 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 	return &readyTracker{
 		gvk:           k.watch.GVK,
 		clusterScoped: k.clusterScoped,
-		cache:         mgr.GetCache(),
-		apiReader:     mgr.GetAPIReader(),
-		writer:        k.shardClient(mgr),
-		mapper:        mgr.GetRESTMapper(),
-		recorder:      k.recorder,
-		clock:         clock.RealClock{},
-		log:           k.log.WithName("readiness"),
-		wake:          make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
-		entries:       map[types.NamespacedName]*readyEntry{},
-		watched:       map[schema.GroupVersionKind]bool{},
+		releaseKey: func(o client.Object) string {
+			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
+			return target{obj: o, namespace: ns}.key()
+		},
+		activity:  k.rt.activity,
+		cache:     mgr.GetCache(),
+		apiReader: mgr.GetAPIReader(),
+		writer:    k.shardClient(mgr),
+		mapper:    mgr.GetRESTMapper(),
+		recorder:  k.recorder,
+		clock:     clock.RealClock{},
+		log:       k.log.WithName("readiness"),
+		wake:      make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
+		entries:   map[types.NamespacedName]*readyEntry{},
+		watched:   map[schema.GroupVersionKind]bool{},
 	}
 }
 
@@ -363,6 +373,11 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
+	if t.activity.busy(t.releaseKey(cr)) {
+		// An install or upgrade is writing the objects; its post-release
+		// hook wakes us (a failure is judged by the library's write).
+		return reconcile.Result{}, nil
+	}
 	t.mu.Lock()
 	e := t.entries[req.NamespacedName]
 	if e == nil || e.uid != cr.GetUID() {
@@ -435,6 +450,10 @@ func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName
 // and reports a change of readiness as an Event.
 func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr *unstructured.Unstructured, v readiness.Verdict) {
 	wasReady := readyCondStatus(before.status, ConditionReady) == string(metav1.ConditionTrue)
+	// A spec edit makes a ready release progress; that is what the user
+	// asked for, not a warning. A release that stops being ready for the
+	// same generation is.
+	wasGeneration, _, _ := unstructured.NestedInt64(orEmpty(findCondition(before.status, ConditionReady)), "observedGeneration")
 	st, _ := cr.Object["status"].(map[string]any)
 	t.mu.Lock()
 	if e := t.entries[key]; e != nil && e.uid == cr.GetUID() {
@@ -446,7 +465,7 @@ func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr 
 	switch {
 	case v.Ready && !wasReady:
 		t.recorder.Eventf(cr, corev1.EventTypeNormal, ReasonBecameReady, "Release %s is ready: %s", key.Name, v.Message)
-	case !v.Ready && wasReady:
+	case !v.Ready && wasReady && wasGeneration == generationOf(st):
 		t.recorder.Eventf(cr, corev1.EventTypeWarning, ReasonNotReady, "Release %s is not ready (%s): %s", key.Name, v.Reason, v.Message)
 	}
 }
@@ -569,4 +588,10 @@ func runtimeFromMap(m map[string]any, into any) error {
 		return err
 	}
 	return json.Unmarshal(b, into)
+}
+
+// generationOf is the generation a status describes.
+func generationOf(st map[string]any) int64 {
+	g, _, _ := unstructured.NestedInt64(orEmpty(st), "observedGeneration")
+	return g
 }
