@@ -17,7 +17,8 @@ import (
 // TestTenantQuotaOnRealPods: a NamespaceTenant's admin creates a
 // Deployment whose Pod runs (with the LimitRange's defaults), the quota is
 // enforced by the API server on real Pods, and the NetworkPolicies are
-// admitted.
+// admitted. The tenant is Ready once its namespace is Active with its quota
+// and limits.
 func TestTenantQuotaOnRealPods(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -36,7 +37,15 @@ spec:
 		g.Expect(cluster.Client.List(ctx, &quotas, client.InNamespace(tenantNS))).To(Succeed())
 		g.Expect(quotas.Items).NotTo(BeEmpty())
 	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-	out, err := kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
+	out, err := kubectl("wait", "--for=condition=Ready", "namespacetenant/real-tenant", "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	nsObj := &corev1.Namespace{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: tenantNS}, nsObj)).To(Succeed())
+	g.Expect(nsObj.Status.Phase).To(Equal(corev1.NamespaceActive), "Ready means the namespace is Active")
+	var limits corev1.LimitRangeList
+	g.Expect(cluster.Client.List(ctx, &limits, client.InNamespace(tenantNS))).To(Succeed())
+	g.Expect(limits.Items).NotTo(BeEmpty(), "Ready means the limits are in place")
+	out, err = kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).NotTo(BeEmpty(), "the tenant's NetworkPolicies are admitted")
 
