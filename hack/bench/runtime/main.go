@@ -381,6 +381,14 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	// (or cfg.settle passes: peers resync all the time).
 	settled := waitQuiet(proc, cfg.settle)
 	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
+	readyLags := benchkit.Sorted(obs.readyLags())
+	res.ReadyMeasured = len(readyLags)
+	if len(readyLags) > 0 {
+		res.ReadyLagP50, res.ReadyLagP99 = benchkit.Percentile(readyLags, 50), benchkit.Percentile(readyLags, 99)
+		res.ReadyLagMax = readyLags[len(readyLags)-1]
+		fmt.Printf("   Ready=True after the Deployment rolled out: %d/%d, p50 %s, p99 %s, max %s\n", res.ReadyMeasured, n,
+			res.ReadyLagP50.Round(time.Millisecond), res.ReadyLagP99.Round(time.Millisecond), res.ReadyLagMax.Round(time.Millisecond))
+	}
 	cpu0, _ := benchkit.ProcCPU(proc.Pid())
 	req0 = benchkit.Metric(proc, "rest_client_requests_total")
 	idleStart := time.Now()
@@ -410,6 +418,15 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		res.DriftMax = sorted[len(sorted)-1]
 	}
 	fmt.Printf("   deleted children back: %d/%d, p50 %s, max %s\n", res.DriftRecreated, drift, res.DriftP50.Round(time.Millisecond), res.DriftMax.Round(time.Millisecond))
+	if res.ReadyMeasured > 0 {
+		notReady := benchkit.Sorted(obs.waitTimes(obs.notReadyAfterDelete, drift, 10*time.Second))
+		res.NotReadyMeasured = len(notReady)
+		if len(notReady) > 0 {
+			res.NotReadyLagP50, res.NotReadyLagMax = benchkit.Percentile(notReady, 50), notReady[len(notReady)-1]
+		}
+		fmt.Printf("   Ready=False after the child was deleted: %d/%d, p50 %s, max %s\n", res.NotReadyMeasured, drift,
+			res.NotReadyLagP50.Round(time.Millisecond), res.NotReadyLagMax.Round(time.Millisecond))
+	}
 
 	// 3b. Change the image of as many other children by hand, at once.
 	var edited []string
@@ -491,13 +508,19 @@ type observer struct {
 	revisions    map[string]int // latest deployed revision per release
 	// failed: releases with a revision Helm recorded as failed.
 	failed map[string]bool
+	// Ready: when each resource's Deployment was first seen rolled out,
+	// when the resource was first seen Ready=True, and how long after its
+	// child Deployment was deleted it was first seen Ready=False.
+	availableAt, readyAt map[string]time.Time
+	notReadyAfterDelete  map[string]time.Duration
 }
 
 func newObserver(n int) *observer {
 	return &observer{n: n, createdAt: map[string]time.Time{}, deployedAt: map[string]time.Time{},
 		deletedUID: map[string]types.UID{}, deletedAt: map[string]time.Time{}, recreated: map[string]time.Duration{},
 		editImage: map[string]string{}, editedAt: map[string]time.Time{}, reverted: map[string]time.Duration{},
-		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}, failed: map[string]bool{}}
+		upgradedAt: map[string]time.Time{}, revisions: map[string]int{}, failed: map[string]bool{},
+		availableAt: map[string]time.Time{}, readyAt: map[string]time.Time{}, notReadyAfterDelete: map[string]time.Duration{}}
 }
 
 func (o *observer) created(name string) {
@@ -511,7 +534,11 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 	crs := df.ForResource(nginxGVR).Informer()
 	onCR := func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || !isDeployed(u) {
+		if !ok {
+			return
+		}
+		o.observeReady(u)
+		if !isDeployed(u) {
 			return
 		}
 		now := time.Now()
@@ -533,6 +560,7 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 		if !ok {
 			return
 		}
+		o.observeAvailable(d)
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if uid, ok := o.deletedUID[d.Name]; ok && uid != d.UID {
@@ -545,6 +573,9 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 		// chart's: an older event cannot pass for one.
 		before, ok1 := oldObj.(*appsv1.Deployment)
 		d, ok2 := obj.(*appsv1.Deployment)
+		if ok2 {
+			o.observeAvailable(d)
+		}
 		if !ok1 || !ok2 || firstImage(before) != handEditedImage {
 			return
 		}
@@ -601,6 +632,74 @@ func (o *observer) start(ctx context.Context, rc *rest.Config, kube kubernetes.I
 		}
 	}
 	return nil
+}
+
+// observeAvailable records when a resource's Deployment is first seen
+// rolled out: its generation observed, every replica updated and available.
+func (o *observer) observeAvailable(d *appsv1.Deployment) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != want || d.Status.AvailableReplicas != want {
+		return
+	}
+	cr := strings.TrimSuffix(d.Name, "-nginx")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.availableAt[cr]; !seen {
+		o.availableAt[cr] = time.Now()
+	}
+}
+
+// observeReady records when a resource is first seen Ready=True, and how
+// long after its child Deployment was deleted it is first seen not ready.
+func (o *observer) observeReady(u *unstructured.Unstructured) {
+	ready := conditionIs(u, "Ready", "True")
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.readyAt[u.GetName()]; ready && !seen {
+		o.readyAt[u.GetName()] = now
+	}
+	if at, deleted := o.deletedAt[u.GetName()+"-nginx"]; deleted && !ready {
+		if _, seen := o.notReadyAfterDelete[u.GetName()]; !seen {
+			o.notReadyAfterDelete[u.GetName()] = now.Sub(at)
+		}
+	}
+}
+
+// readyLags returns, per resource seen both ways, the time from its
+// Deployment rolling out (or from Deployed, when that came later) to
+// Ready=True.
+func (o *observer) readyLags() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []time.Duration
+	for name, ready := range o.readyAt {
+		avail, ok1 := o.availableAt[name]
+		deployed, ok2 := o.deployedAt[name]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if deployed.After(avail) {
+			avail = deployed
+		}
+		out = append(out, ready.Sub(avail))
+	}
+	return out
+}
+
+// conditionIs reports whether u has condition typ with status.
+func conditionIs(u *unstructured.Unstructured, typ, status string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == typ {
+			return m["status"] == status
+		}
+	}
+	return false
 }
 
 // isDeployed reports condition Deployed=True.

@@ -49,6 +49,17 @@ type Result struct {
 	// edit until all were upgraded, per resource; 0 when not all were
 	// (and for the floor, which counts no requests).
 	RequestsPerUpgrade float64 `json:"requestsPerUpgrade"`
+	// Ready (runtimes that write it): from a resource's Deployment rolling
+	// out (or its Deployed, when later) to Ready=True, over the resources
+	// seen both ways; and from the deletion of a child Deployment to
+	// Ready=False.
+	ReadyMeasured    int           `json:"readyMeasured,omitempty"`
+	ReadyLagP50      time.Duration `json:"readyLagP50,omitempty"`
+	ReadyLagP99      time.Duration `json:"readyLagP99,omitempty"`
+	ReadyLagMax      time.Duration `json:"readyLagMax,omitempty"`
+	NotReadyMeasured int           `json:"notReadyMeasured,omitempty"`
+	NotReadyLagP50   time.Duration `json:"notReadyLagP50,omitempty"`
+	NotReadyLagMax   time.Duration `json:"notReadyLagMax,omitempty"`
 	// TotalCPU is the runtime's CPU seconds over the whole run.
 	TotalCPU float64 `json:"totalCPUSeconds"`
 }
@@ -83,6 +94,12 @@ var rows = []row{
 	{"failed releases", func(r Result) (float64, bool) {
 		return float64(r.FailedReleases), r.Upgraded > 0 && r.Runtime != "floor"
 	}, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	{"Ready after rollout p50", func(r Result) (float64, bool) { return seconds(r.ReadyLagP50, r.ReadyMeasured > 0) }, fmtSeconds},
+	{"Ready after rollout p99", func(r Result) (float64, bool) { return seconds(r.ReadyLagP99, r.ReadyMeasured > 0) }, fmtSeconds},
+	{"Ready after rollout max", func(r Result) (float64, bool) { return seconds(r.ReadyLagMax, r.ReadyMeasured > 0) }, fmtSeconds},
+	{"not Ready after child deleted max", func(r Result) (float64, bool) {
+		return seconds(r.NotReadyLagMax, r.NotReadyMeasured > 0 && r.NotReadyMeasured == r.DriftDeleted)
+	}, fmtSeconds},
 	{"CPU over the run (s)", func(r Result) (float64, bool) { return r.TotalCPU, r.TotalCPU > 0 }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 }
 
