@@ -204,7 +204,7 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 	e.generation = obj.GetGeneration()
 	e.hookAt = t.clock.Now()
 	if st, ok := obj.Object["status"].(map[string]any); ok {
-		e.status = st
+		e.status = keptStatus(st)
 		e.release = releaseFromStatus(st, e.release)
 	}
 	e.resourceVersion = obj.GetResourceVersion()
@@ -439,7 +439,7 @@ func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName
 			return fmt.Errorf("write Ready of %s: %w", key, err)
 		}
 		st, _ := fresh.Object["status"].(map[string]any)
-		e.status = st
+		e.status = keptStatus(st)
 		e.resourceVersion = fresh.GetResourceVersion()
 		e.release = releaseFromStatus(st, e.release)
 		status = withReady(st, t.verdict(ctx, e, t.clock.Now()), e.generation, t.clock.Now())
@@ -457,7 +457,7 @@ func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr 
 	st, _ := cr.Object["status"].(map[string]any)
 	t.mu.Lock()
 	if e := t.entries[key]; e != nil && e.uid == cr.GetUID() {
-		e.status = st
+		e.status = keptStatus(st)
 		e.resourceVersion = cr.GetResourceVersion()
 		e.release = releaseFromStatus(st, e.release)
 	}

@@ -50,7 +50,7 @@ func (w *readyStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 	}
 	w.t.mu.Unlock()
 	e.uid = u.GetUID()
-	e.status = st
+	e.status = keptStatus(st)
 	e.release = releaseFromStatus(st, e.release)
 	now := w.t.clock.Now()
 	v := w.t.verdict(ctx, &e, now)
@@ -137,6 +137,22 @@ func withReady(st map[string]any, v readiness.Verdict, generation int64, now tim
 		conds = append(conds, ready)
 	}
 	out["conditions"] = conds
+	return out
+}
+
+// keptStatus is what the tracker keeps of a status: its conditions and
+// observedGeneration, copied. Not deployedRelease: its manifest is a few
+// KiB per resource, which the cache already avoids holding (cachetrim.go).
+func keptStatus(st map[string]any) map[string]any {
+	if st == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range []string{"conditions", "observedGeneration"} {
+		if v, ok := st[k]; ok {
+			out[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
 	return out
 }
 

@@ -79,7 +79,7 @@ func Evaluate(objs []Observed) Verdict {
 		reason = ReasonFailed
 	}
 	byRef := func(s []Observed) {
-		sort.Slice(s, func(i, j int) bool { return s[i].Ref.String() < s[j].Ref.String() })
+		sort.Slice(s, func(i, j int) bool { return s[i].String() < s[j].String() })
 	}
 	byRef(failed)
 	byRef(waiting)
@@ -102,7 +102,7 @@ func describe(o Observed) string {
 	if o.Detail != "" {
 		why += "; " + o.Detail
 	}
-	return o.Ref.String() + ": " + why
+	return o.String() + ": " + why
 }
 
 // joinBounded joins parts with "; ", stopping before max bytes and saying
