@@ -195,7 +195,7 @@ func TestCronScalerScalesAndOwnsTheCount(t *testing.T) {
 		WithTimeout(10 * time.Second).Should(ContainElement("Scaled"))
 	out, err := kubectl("get", "cronscalers", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`NAME\s+TARGET\s+ACTIVE JOB\s+REPLICAS\s+NEXT FIRE\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+TARGET\s+ACTIVE JOB\s+REPLICAS\s+NEXT FIRE\s+READY\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`web\s+web\s+every-minute\s+3\s+\d{4}-`))
 	out, err = kubectl("get", "cs", "-n", ns) // short name
 	g.Expect(err).NotTo(HaveOccurred(), out)
