@@ -142,7 +142,7 @@ func TestWebAppLifecycle(t *testing.T) {
 
 	out, err = kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "DEPLOYED", "AGE"}))
+	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "AGE"}))
 	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True`))
 
 	t.Log("the password is not in the WebApp (status included) nor in events")
