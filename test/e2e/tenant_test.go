@@ -125,9 +125,11 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 	t.Log("create: the release is installed, stored in the operator's namespace")
 	waitDeployed(g, ctx, name)
 	g.Expect(releaseSecrets(ctx, tenantReleaseNamespace, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	out, err = kubectl("wait", "--for=condition=Ready", "nt/"+name, "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = kubectl("get", "nt", name)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`team-x\s+app-y\s+sam\s+dev\s+True`))
+	g.Expect(out).To(MatchRegexp(`team-x\s+app-y\s+sam\s+dev\s+True\s+True`))
 
 	t.Log("the sidecar adds its finalizer next to the runtime's")
 	g.Eventually(func(g Gomega) {

@@ -140,10 +140,12 @@ func TestWebAppLifecycle(t *testing.T) {
 		g.Expect(deploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
+	out, err = kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "AGE"}))
-	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True`))
+	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
 
 	t.Log("the password is not in the WebApp (status included) nor in events")
 	expectPasswordNotExposed(t, ns, name, password)
