@@ -56,7 +56,8 @@ import (
 //
 // Only while a release is not ready does the controller ask the API server
 // anything: the Pods of a workload that is not ready, to say why
-// (ImagePullBackOff and the image), at most every readyRecheck.
+// (ImagePullBackOff and the image), every readyRecheck at first and less
+// often the longer it stays not ready (recheckAfter).
 
 // ConditionReady is the condition type users wait on.
 const ConditionReady = "Ready"
@@ -70,8 +71,9 @@ const (
 const (
 	// readyRecheck is how often a release that is not ready is judged
 	// again without a watch event, to refresh what its Pods say (an image
-	// pull backing off changes no object of the release).
-	readyRecheck = 10 * time.Second
+	// pull backing off changes no object of the release); see recheckAfter.
+	readyRecheck    = 10 * time.Second
+	readyRecheckMax = 5 * time.Minute
 	// describePodsAfter is how long a workload may be not ready after its
 	// revision was applied before its Pods are read to say why: a rollout
 	// that takes a few seconds costs no request.
@@ -406,9 +408,25 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 		}
 	}
 	if !v.Ready && v.Reason != readiness.ReasonPaused && v.Reason != readiness.ReasonReleaseFailed {
-		return reconcile.Result{RequeueAfter: readyRecheck}, nil
+		return reconcile.Result{RequeueAfter: recheckAfter(status, now)}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// recheckAfter is when a release that is not ready is judged again without
+// a watch event: every readyRecheck at first, then less often the longer
+// it has been not ready (a quarter of that time, at most readyRecheckMax),
+// so that releases that stay broken cost a bounded trickle of requests.
+func recheckAfter(st map[string]any, now time.Time) time.Duration {
+	since := time.Duration(0)
+	if c := findCondition(st, ConditionReady); c != nil {
+		if ts, ok := c["lastTransitionTime"].(string); ok {
+			if at, err := time.Parse(time.RFC3339, ts); err == nil {
+				since = now.Sub(at)
+			}
+		}
+	}
+	return min(max(since/4, readyRecheck), readyRecheckMax)
 }
 
 // patchStatus writes status (the last known one with a new Ready) with a

@@ -1,0 +1,35 @@
+package helmruntime
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestRecheckAfter(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	status := func(notReadyFor time.Duration) map[string]any {
+		return map[string]any{"conditions": []any{map[string]any{
+			"type": ConditionReady, "status": "False",
+			"lastTransitionTime": now.Add(-notReadyFor).Format(time.RFC3339),
+		}}}
+	}
+	tests := []struct {
+		name string
+		st   map[string]any
+		// want is the wait before the next judgement.
+		want time.Duration
+	}{
+		{"just turned not ready", status(0), readyRecheck},
+		{"not ready for 30 s: still the shortest wait", status(30 * time.Second), readyRecheck},
+		{"not ready for 2 minutes: a quarter of that", status(2 * time.Minute), 30 * time.Second},
+		{"not ready for an hour: the longest wait", status(time.Hour), readyRecheckMax},
+		{"no Ready condition yet", map[string]any{}, readyRecheck},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(recheckAfter(tc.st, now)).To(Equal(tc.want))
+		})
+	}
+}
