@@ -80,7 +80,8 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 				h, ok := readiness.Stashed(u)
 				g.Expect(ok).To(BeTrue(), "the status is replaced by the health")
 				g.Expect(h.Status).To(Equal(kstatus.InProgressStatus))
-				g.Expect(u.Object["status"]).To(HaveLen(2), "nothing of the live status is kept")
+				g.Expect(u.Object["status"]).To(HaveLen(3), "nothing of the live status is kept: health, message, waiting for Pods")
+				g.Expect(h.WaitingForPods).To(BeTrue())
 			},
 		},
 		{

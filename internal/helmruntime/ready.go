@@ -54,10 +54,12 @@ import (
 //     in the informer cache (cachetrim.go: readiness.Stash), so health
 //     changes are watched, not polled, and a judgement costs no request.
 //
-// Only while a release is not ready does the controller ask the API server
-// anything: the Pods of a workload that is not ready, to say why
-// (ImagePullBackOff and the image), every readyRecheck at first and less
-// often the longer it stays not ready (recheckAfter).
+// Only while a workload of a release waits for its Pods (its controller
+// has done its part, Pods are not ready: readiness.Health.WaitingForPods)
+// does the controller ask the API server anything: the workload's Pods, to
+// say why (ImagePullBackOff and the image), every readyRecheck at first
+// and less often the longer it stays not ready (recheckAfter). A workload
+// whose controller is merely behind costs nothing: its status will change.
 
 // ConditionReady is the condition type users wait on.
 const ConditionReady = "Ready"
@@ -105,6 +107,9 @@ type readyEntry struct {
 type readyTracker struct {
 	gvk           schema.GroupVersionKind
 	clusterScoped bool
+	// concurrency is the kind's maxConcurrentReconciles: judging is mostly
+	// reading the cache, and a burst of installs wakes every release.
+	concurrency int
 	// releaseKey names the release of a resource as the action path's
 	// activity tracking does, and activity says whether an action on it
 	// runs.
@@ -131,6 +136,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 	return &readyTracker{
 		gvk:           k.watch.GVK,
 		clusterScoped: k.clusterScoped,
+		concurrency:   k.watch.MaxConcurrentReconciles,
 		releaseKey: func(o client.Object) string {
 			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
 			return target{obj: o, namespace: ns}.key()
@@ -154,7 +160,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 // forget them) and, once a release has shown them, by health changes of
 // its objects.
 func (t *readyTracker) setup(mgr ctrl.Manager) error {
-	c, err := controller.New(fmt.Sprintf("%s-readiness", lower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t})
+	c, err := controller.New(fmt.Sprintf("%s-readiness", lower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t, MaxConcurrentReconciles: t.concurrency})
 	if err != nil {
 		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
 	}
@@ -407,7 +413,7 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 			return reconcile.Result{}, err
 		}
 	}
-	if !v.Ready && v.Reason != readiness.ReasonPaused && v.Reason != readiness.ReasonReleaseFailed {
+	if v.WaitingForPods {
 		return reconcile.Result{RequeueAfter: recheckAfter(status, now)}, nil
 	}
 	return reconcile.Result{}, nil
@@ -496,7 +502,7 @@ func (t *readyTracker) verdict(ctx context.Context, e *readyEntry, now time.Time
 		observed := make([]readiness.Observed, 0, len(e.objects))
 		for _, ref := range e.objects {
 			o := readiness.Observed{Ref: ref, Health: t.health(ctx, ref)}
-			if !o.Ready() && o.Status != kstatus.NotFoundStatus && now.Sub(e.release.AppliedAt) >= describePodsAfter {
+			if o.WaitingForPods && now.Sub(e.release.AppliedAt) >= describePodsAfter {
 				o.Detail = t.describePods(ctx, ref)
 			}
 			observed = append(observed, o)

@@ -13,6 +13,12 @@ type Health struct {
 	Status kstatus.Status
 	// Message is kstatus's explanation, e.g. "Deployment not Available".
 	Message string
+	// WaitingForPods: a workload whose controller has observed its
+	// current generation but has fewer ready Pods than it asks for. Only
+	// then do its Pods say more than kstatus (an image that cannot be
+	// pulled, a failing probe); a workload whose controller is merely
+	// behind is not waiting for Pods.
+	WaitingForPods bool
 }
 
 // NotFound is the Health of an object of the release that does not exist.
@@ -25,7 +31,39 @@ func Observe(u *unstructured.Unstructured) Health {
 	if err != nil {
 		return Health{Status: kstatus.UnknownStatus, Message: err.Error()}
 	}
-	return Health{Status: res.Status, Message: res.Message}
+	h := Health{Status: res.Status, Message: res.Message}
+	if h.Status != kstatus.CurrentStatus {
+		h.WaitingForPods = waitingForPods(u)
+	}
+	return h
+}
+
+// waitingForPods reports whether u is a Deployment, StatefulSet or
+// DaemonSet whose controller has observed its generation and which has
+// fewer ready Pods than it wants.
+func waitingForPods(u *unstructured.Unstructured) bool {
+	gk := u.GroupVersionKind().GroupKind()
+	if gk.Group != "apps" {
+		return false
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if observed < u.GetGeneration() {
+		return false
+	}
+	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+	switch gk.Kind {
+	case "Deployment", "StatefulSet":
+		want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		if !found {
+			want = 1
+		}
+		return ready < want
+	case "DaemonSet":
+		want, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredNumberScheduled")
+		ready, _, _ = unstructured.NestedInt64(u.Object, "status", "numberReady")
+		return ready < want
+	}
+	return false
 }
 
 // Ready reports whether h is Current.
@@ -35,13 +73,18 @@ func (h Health) Ready() bool { return h.Status == kstatus.CurrentStatus }
 const (
 	stashStatus  = "platform-operator.acme.com/health"
 	stashMessage = "platform-operator.acme.com/health-message"
+	stashPods    = "platform-operator.acme.com/waiting-for-pods"
 )
 
 // Stash replaces u's status with its Health, for caches that keep objects
 // without their status: two stashed objects have equal statuses exactly
 // when their Health is equal, and a cached copy answers [Stashed].
 func Stash(u *unstructured.Unstructured, h Health) {
-	u.Object["status"] = map[string]any{stashStatus: string(h.Status), stashMessage: h.Message}
+	st := map[string]any{stashStatus: string(h.Status), stashMessage: h.Message}
+	if h.WaitingForPods {
+		st[stashPods] = true
+	}
+	u.Object["status"] = st
 }
 
 // Stashed returns the Health that [Stash] left in u, and false when u has
@@ -56,5 +99,6 @@ func Stashed(u *unstructured.Unstructured) (Health, bool) {
 		return Health{}, false
 	}
 	m, _ := st[stashMessage].(string)
-	return Health{Status: kstatus.Status(s), Message: m}, true
+	p, _ := st[stashPods].(bool)
+	return Health{Status: kstatus.Status(s), Message: m, WaitingForPods: p}, true
 }

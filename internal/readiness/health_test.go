@@ -60,3 +60,27 @@ func TestStashRoundTrip(t *testing.T) {
 	_, ok = Stashed(deployment(1, 1, 1, 1))
 	g.Expect(ok).To(BeFalse(), "a live status is not a stashed health")
 }
+
+func TestObserveWaitingForPods(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		// want: whether the workload's Pods are what it waits for.
+		want bool
+	}{
+		{"observed, short of ready Pods", deployment(2, 2, 2, 0), true},
+		{"its controller has not observed the generation yet", deployment(3, 2, 2, 0), false},
+		{"available", deployment(2, 2, 2, 2), false},
+		{"no replicas asked for", deployment(1, 1, 0, 0), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := Observe(tc.obj)
+			g.Expect(h.WaitingForPods).To(Equal(tc.want))
+			Stash(tc.obj, h)
+			back, _ := Stashed(tc.obj)
+			g.Expect(back).To(Equal(h), "the flag survives the cache")
+		})
+	}
+}

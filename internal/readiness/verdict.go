@@ -50,6 +50,10 @@ type Verdict struct {
 	Ready   bool
 	Reason  string
 	Message string
+	// WaitingForPods: an object of the release is waiting for Pods (see
+	// Health); what they say may change without any object changing, so
+	// the release is worth judging again later. Not part of the condition.
+	WaitingForPods bool
 }
 
 // MaxMessage bounds the message: a release with many broken objects names
@@ -62,7 +66,9 @@ const MaxMessage = 1024
 // as "Kind name: why", joined by "; ".
 func Evaluate(objs []Observed) Verdict {
 	var failed, waiting []Observed
+	pods := false
 	for _, o := range objs {
+		pods = pods || o.WaitingForPods
 		switch o.Status {
 		case kstatus.CurrentStatus:
 		case kstatus.FailedStatus:
@@ -87,7 +93,7 @@ func Evaluate(objs []Observed) Verdict {
 	for _, o := range append(failed, waiting...) {
 		parts = append(parts, describe(o))
 	}
-	return Verdict{Reason: reason, Message: joinBounded(parts, MaxMessage)}
+	return Verdict{Reason: reason, Message: joinBounded(parts, MaxMessage), WaitingForPods: pods}
 }
 
 // describe is "Kind name: why".

@@ -27,9 +27,9 @@ func TestEvaluate(t *testing.T) {
 		objs: []Observed{{Ref: dep, Health: Health{Status: kstatus.InProgressStatus, Message: "Available: 0/2"}}, {Ref: svc, Health: current}},
 		want: Verdict{Reason: ReasonProgressing, Message: "Deployment shop: Available: 0/2"},
 	}, {
-		name: "the Pods' detail follows",
-		objs: []Observed{{Ref: dep, Health: Health{Status: kstatus.InProgressStatus, Message: "Available: 0/2"}, Detail: "Pod shop-1: ImagePullBackOff (x:v9)"}},
-		want: Verdict{Reason: ReasonProgressing, Message: "Deployment shop: Available: 0/2; Pod shop-1: ImagePullBackOff (x:v9)"},
+		name: "the Pods' detail follows; a release waiting for Pods is worth judging again",
+		objs: []Observed{{Ref: dep, Health: Health{Status: kstatus.InProgressStatus, Message: "Available: 0/2", WaitingForPods: true}, Detail: "Pod shop-1: ImagePullBackOff (x:v9)"}},
+		want: Verdict{Reason: ReasonProgressing, Message: "Deployment shop: Available: 0/2; Pod shop-1: ImagePullBackOff (x:v9)", WaitingForPods: true},
 	}, {
 		name: "a failed object makes the release Failed and comes first",
 		objs: []Observed{

@@ -381,6 +381,10 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	// (or cfg.settle passes: peers resync all the time).
 	settled := waitQuiet(proc, cfg.settle)
 	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
+	if lastReady, ok := obs.waitReady(time.Minute); ok {
+		res.AllReady = lastReady.Sub(start)
+		fmt.Printf("   Ready: all after %s\n", res.AllReady.Round(time.Millisecond))
+	}
 	readyLags := benchkit.Sorted(obs.readyLags())
 	res.ReadyMeasured = len(readyLags)
 	if len(readyLags) > 0 {
@@ -667,6 +671,32 @@ func (o *observer) observeReady(u *unstructured.Unstructured) {
 			o.notReadyAfterDelete[u.GetName()] = now.Sub(at)
 		}
 	}
+}
+
+// waitReady waits, for runtimes that write Ready (one resource seen Ready
+// already), until all n resources were seen Ready, at most timeout, and
+// returns when the last one was; false when they were not all.
+func (o *observer) waitReady(timeout time.Duration) (time.Time, bool) {
+	o.mu.Lock()
+	writesReady := len(o.readyAt) > 0
+	o.mu.Unlock()
+	if !writesReady {
+		return time.Time{}, false
+	}
+	benchkit.PollUntil(timeout, 50*time.Millisecond, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.readyAt) >= o.n
+	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var last time.Time
+	for _, at := range o.readyAt {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, len(o.readyAt) >= o.n
 }
 
 // readyLags returns, per resource seen both ways, the time from its

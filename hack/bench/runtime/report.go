@@ -53,6 +53,7 @@ type Result struct {
 	// out (or its Deployed, when later) to Ready=True, over the resources
 	// seen both ways; and from the deletion of a child Deployment to
 	// Ready=False.
+	AllReady         time.Duration `json:"allReady,omitempty"`
 	ReadyMeasured    int           `json:"readyMeasured,omitempty"`
 	ReadyLagP50      time.Duration `json:"readyLagP50,omitempty"`
 	ReadyLagP99      time.Duration `json:"readyLagP99,omitempty"`
@@ -94,6 +95,7 @@ var rows = []row{
 	{"failed releases", func(r Result) (float64, bool) {
 		return float64(r.FailedReleases), r.Upgraded > 0 && r.Runtime != "floor"
 	}, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	{"all Ready after", func(r Result) (float64, bool) { return seconds(r.AllReady, r.AllReady > 0) }, fmtSeconds},
 	{"Ready after rollout p50", func(r Result) (float64, bool) { return seconds(r.ReadyLagP50, r.ReadyMeasured > 0) }, fmtSeconds},
 	{"Ready after rollout p99", func(r Result) (float64, bool) { return seconds(r.ReadyLagP99, r.ReadyMeasured > 0) }, fmtSeconds},
 	{"Ready after rollout max", func(r Result) (float64, bool) { return seconds(r.ReadyLagMax, r.ReadyMeasured > 0) }, fmtSeconds},
