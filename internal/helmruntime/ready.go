@@ -211,11 +211,18 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 	}
 	e.generation = obj.GetGeneration()
 	e.hookAt = t.clock.Now()
-	if st, ok := obj.Object["status"].(map[string]any); ok {
+	// The resource as the library read it at the start of this reconcile
+	// is older than a status this process wrote since (a Ready patched
+	// while the library repaired drift): the status of this process's
+	// last write wins; only a resource it knows no status of (a new one, or
+	// one not seen since a restart) takes the library's copy.
+	if st, ok := obj.Object["status"].(map[string]any); ok && e.status == nil {
 		e.status = keptStatus(st)
-		e.release = releaseFromStatus(st, e.release)
+		e.resourceVersion = obj.GetResourceVersion()
 	}
-	e.resourceVersion = obj.GetResourceVersion()
+	if e.status != nil {
+		e.release = releaseFromStatus(e.status, e.release)
+	}
 	t.mu.Unlock()
 	select {
 	case t.wake <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: keyOnly(t.gvk, key)}:
@@ -408,7 +415,7 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	}
 	v := t.verdict(ctx, &snapshot, now)
 	status := withReady(snapshot.status, v, snapshot.generation, now)
-	if !statusEqual(status, snapshot.status) {
+	if !statusEqual(status, snapshot.status) && !onlyMessageChanged(snapshot.status, v, snapshot.generation, now) {
 		if err := t.patchStatus(ctx, req.NamespacedName, &snapshot, status, v); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -417,6 +424,23 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 		return reconcile.Result{RequeueAfter: recheckAfter(status, now)}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// onlyMessageChanged reports whether writing v over st would change only
+// Ready's message, and v has nothing to say about Pods: a rollout that
+// goes from "revision applied" to "Available: 1/3" to "Available: 2/3"
+// costs no write until it is ready (or fails, or is gone), while what the
+// Pods of a stuck workload say is written.
+func onlyMessageChanged(st map[string]any, v readiness.Verdict, generation int64, now time.Time) bool {
+	if v.WaitingForPods {
+		return false
+	}
+	old := findCondition(st, ConditionReady)
+	if old == nil {
+		return false
+	}
+	v.Message, _ = old["message"].(string)
+	return statusEqual(withReady(st, v, generation, now), st)
 }
 
 // recheckAfter is when a release that is not ready is judged again without
