@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -160,7 +162,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 // forget them) and, once a release has shown them, by health changes of
 // its objects.
 func (t *readyTracker) setup(mgr ctrl.Manager) error {
-	c, err := controller.New(fmt.Sprintf("%s-readiness", lower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t, MaxConcurrentReconciles: t.concurrency})
+	c, err := controller.New(fmt.Sprintf("%s-readiness", strings.ToLower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t, MaxConcurrentReconciles: t.concurrency})
 	if err != nil {
 		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
 	}
@@ -181,16 +183,6 @@ func (t *readyTracker) setup(mgr ctrl.Manager) error {
 	t.ctrl = c
 	t.mu.Unlock()
 	return nil
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // Exec is the post-release hook: after every install, upgrade and drift
@@ -355,7 +347,7 @@ func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured
 		return nil
 	}
 	var key types.NamespacedName
-	if ns, name, ok := cutSlash(a[sdkhandler.NamespacedNameAnnotation]); ok {
+	if ns, name, ok := strings.Cut(a[sdkhandler.NamespacedNameAnnotation], "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
 	} else {
 		key = types.NamespacedName{Name: a[sdkhandler.NamespacedNameAnnotation]}
@@ -364,15 +356,6 @@ func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}
-}
-
-func cutSlash(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", s, false
 }
 
 // Reconcile judges the release of one custom resource and patches its
@@ -595,7 +578,7 @@ func (t *readyTracker) describePods(ctx context.Context, ref readiness.Ref) stri
 		return ""
 	}
 	ls := &metav1.LabelSelector{}
-	if err := runtimeFromMap(sel, ls); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err != nil {
 		return ""
 	}
 	selector, err := metav1.LabelSelectorAsSelector(ls)
@@ -628,14 +611,6 @@ func (t *readyTracker) describePods(ctx context.Context, ref readiness.Ref) stri
 		}
 	}
 	return readiness.DescribePods(pods.Items, claims)
-}
-
-func runtimeFromMap(m map[string]any, into any) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, into)
 }
 
 // generationOf is the generation a status describes.
