@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/helmruntime"
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 func main() {
@@ -19,7 +20,7 @@ func main() {
 
 	log := managersetup.ParseFlags()
 
-	if err := opts.Complete(helmruntime.OSEnv()); err != nil {
+	if err := opts.Complete(watchconfig.OSEnv()); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)
 	}

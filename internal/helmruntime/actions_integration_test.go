@@ -9,12 +9,14 @@ import (
 	. "github.com/onsi/gomega"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
+	hrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/acme/platform-operator/internal/helmtest"
 )
 
 // countingTransport counts requests by path, and by method and path.
@@ -77,7 +79,7 @@ func TestActionsSpareTheAPIServer(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	g.Expect(err).NotTo(HaveOccurred())
-	acg, err := newTestKind("ConfigMap").libraryPath(cfg, mapper, rememberRelease)
+	acg, err := newTestKind("ConfigMap").libraryPath(cfg, mapper, "release memo")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
@@ -94,7 +96,7 @@ func TestActionsSpareTheAPIServer(t *testing.T) {
 	}
 	_, err = ac().Install("rel", ns, ch, map[string]interface{}{"greeting": "hi"})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hello"}, dryRun)
+	_, err = ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hello"}, helmtest.DryRun)
 	g.Expect(err).NotTo(HaveOccurred())
 	rel, err := ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hello"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -113,7 +115,7 @@ func TestActionsSpareTheAPIServer(t *testing.T) {
 	rec := ac()
 	_, err = rec.Get("rel")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rec.Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hallo"}, dryRun)
+	_, err = rec.Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hallo"}, helmtest.DryRun)
 	g.Expect(err).NotTo(HaveOccurred())
 	rel, err = rec.Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hallo"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -122,7 +124,7 @@ func TestActionsSpareTheAPIServer(t *testing.T) {
 	rel, err = ac().Get("rel") // a new reconcile reads what the upgrade stored
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rel.Version).To(Equal(3))
-	g.Expect(rel.Info.Status).To(Equal(release.StatusDeployed))
+	g.Expect(rel.Info.Status).To(Equal(hrelease.StatusDeployed))
 
 	t.Log("the API server still refuses what is invalid")
 	_, err = ac().Upgrade("rel", ns, ch, map[string]interface{}{"greeting": "hi", "replicas": -1})

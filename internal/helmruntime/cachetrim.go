@@ -45,8 +45,8 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     client does not cache unstructured objects) and writes its status
 //     from that copy; the cached copies only feed event handlers, which
 //     read metadata. The status holds the release's whole manifest
-//     (status.deployedRelease.manifest), a few KiB per resource: with
-//     10,000 resources, most of the memory the runtime held.
+//     (status.deployedRelease.manifest), a few KiB per resource: at scale,
+//     most of the memory the runtime held (docs/benchmarks.md).
 //
 // watched are the kinds of the watches file: the custom resources, of
 // which the cache lists and watches only those the shard selector

@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/acme/platform-operator/internal/actionpath"
+	"github.com/acme/platform-operator/internal/helmtest"
+	"github.com/acme/platform-operator/internal/release"
 )
 
 // latestReleaseSecret returns the release Secret of the highest revision.
@@ -41,9 +45,9 @@ func TestReleaseDigestSkip(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
-	skipped := func() float64 { return dryRunCount(ctrlmetrics.Registry, "Widget", DryRunSkipped) }
+	skipped := func() float64 { return dryRunCount(ctrlmetrics.Registry, "Widget", actionpath.DryRunSkipped) }
 
-	cr := newCR("Widget", ns, "digest", map[string]any{"greeting": "hi"}, nil)
+	cr := helmtest.CR("Widget", ns, "digest", map[string]any{"greeting": "hi"}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	expectDeployed(t, k8s, cr)
 	waitSettled(t, k8s, cr)
@@ -51,7 +55,7 @@ func TestReleaseDigestSkip(t *testing.T) {
 	t.Log("the release records the digest of the chart and the final values")
 	v1 := latestReleaseSecret(g, k8s, t, ns, "digest")
 	g.Expect(v1.Name).To(Equal("sh.helm.release.v1.digest.v1"))
-	digest := v1.Labels[ReleaseDigestLabel]
+	digest := v1.Labels[release.DigestLabel]
 	g.Expect(digest).To(MatchRegexp(`^[0-9a-f]{40}$`))
 
 	t.Log("a reconcile of the unchanged release skips the dry-run and creates no revision")
@@ -86,19 +90,19 @@ func TestReleaseDigestSkip(t *testing.T) {
 		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "bonjour"))
 		v2 := latestReleaseSecret(g, k8s, t, ns, "digest")
 		g.Expect(v2.Name).To(Equal("sh.helm.release.v1.digest.v2"))
-		g.Expect(v2.Labels[ReleaseDigestLabel]).To(SatisfyAll(MatchRegexp(`^[0-9a-f]{40}$`), Not(Equal(digest))))
+		g.Expect(v2.Labels[release.DigestLabel]).To(SatisfyAll(MatchRegexp(`^[0-9a-f]{40}$`), Not(Equal(digest))))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	waitSettled(t, k8s, cr)
 
 	t.Log("a stale digest (an older operator's) means a real dry-run, which records the current digest without a new revision")
 	v2 := latestReleaseSecret(g, k8s, t, ns, "digest")
-	want := v2.Labels[ReleaseDigestLabel]
-	v2.Labels[ReleaseDigestLabel] = "stale"
+	want := v2.Labels[release.DigestLabel]
+	v2.Labels[release.DigestLabel] = "stale"
 	g.Expect(k8s.Update(ctx, &v2)).To(Succeed()) // the release Secret is watched: this reconciles
 	g.Eventually(func(g Gomega) {
 		latest := latestReleaseSecret(g, k8s, t, ns, "digest")
 		g.Expect(latest.Name).To(Equal(v2.Name))
-		g.Expect(latest.Labels).To(HaveKeyWithValue(ReleaseDigestLabel, want))
+		g.Expect(latest.Labels).To(HaveKeyWithValue(release.DigestLabel, want))
 	}).WithTimeout(quickly).WithPolling(poll).Should(Succeed())
 
 	g.Expect(k8s.Delete(ctx, cur)).To(Succeed())
@@ -121,10 +125,10 @@ func TestReleaseDigestChartChange(t *testing.T) {
 	mapper, err := apiutil.NewDynamicRESTMapper(suite.cfg, httpClient)
 	g.Expect(err).NotTo(HaveOccurred())
 	k := newTestKind("ChartChange")
-	acg, err := k.libraryPath(suite.cfg, mapper, k.digests, rememberRelease)
+	acg, err := k.libraryPath(suite.cfg, mapper, "digest", "release memo")
 	g.Expect(err).NotTo(HaveOccurred())
-	skipped := k.rt.dryRuns.WithLabelValues("ChartChange", DryRunSkipped)
-	rendered := k.rt.dryRuns.WithLabelValues("ChartChange", DryRunRendered)
+	skipped := k.rt.dryRuns.WithLabelValues("ChartChange", actionpath.DryRunSkipped)
+	rendered := k.rt.dryRuns.WithLabelValues("ChartChange", actionpath.DryRunRendered)
 
 	// The release's owner: any object works for the action client.
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
@@ -143,7 +147,7 @@ func TestReleaseDigestChartChange(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		cur, err := ac.Get("rel")
 		g.Expect(err).NotTo(HaveOccurred())
-		spec, err := ac.Upgrade("rel", ns, ch, vals(ch), dryRun)
+		spec, err := ac.Upgrade("rel", ns, ch, vals(ch), helmtest.DryRun)
 		g.Expect(err).NotTo(HaveOccurred())
 		return spec.Manifest != cur.Manifest
 	}

@@ -12,25 +12,25 @@
 // watches.yaml field is honoured per entry, and so that cluster-scoped kinds
 // get a real namespace for their Helm release (see [Options.ReleaseNamespace]).
 //
-// Between the library's reconciler and Helm sits the action path: the
-// library's action client under a list of single-purpose layers (ownership
-// of releases, digests, unlocking of stale pending releases, Events, ...).
-// actionpath.go lists them in the order an upgrade passes through them;
-// each lives in the file its comment names.
+// The package is the wiring. What it wires lives beside it: the layers
+// between the library's reconciler and Helm in package actionpath (listed
+// in order by actionpath.Layers), Helm's action configuration in package
+// helmconfig, the rules of a release (owner, digest, values) in package
+// release, and the watches.yaml entries with their defaults in package
+// watchconfig.
 //
 // Charts that render secrets get three safeguards on top of the library:
 // Secret values are redacted from the release manifest the custom
-// resource's status shows ([NewRedactingClient]); values a chart declares in
-// Chart.yaml under manifest.GeneratedValuesAnnotation (passwords) are generated once
-// and then passed from the stored release to every later dry-run and
-// upgrade, so they never change and idle reconciles create no revision; and
-// drift repair stamps Helm's ownership metadata on the objects it recreates
-// and watches objects kept by helm.sh/resource-policy: keep (see
-// keptObjectWatcher).
+// resource's status shows (redact.go); values a chart declares in
+// Chart.yaml under manifest.GeneratedValuesAnnotation (passwords) are
+// generated once and then passed from the stored release to every later
+// dry-run and upgrade (generated.go), so they never change and idle
+// reconciles create no revision; and objects kept by helm.sh/resource-policy:
+// keep are watched (keepwatch.go).
 //
 // Idle cost: the library renders and server-side dry-runs every release on
 // every reconcile. Releases record a digest of their chart and final
-// values ([ReleaseDigestLabel]), and a dry-run whose digest matches the
+// values (release.DigestLabel), and a dry-run whose digest matches the
 // deployed release is answered without rendering (charts calling lookup
 // are always rendered). Periodic resyncs are a per-resource jittered safety
 // net ([ResyncJitter], one hour by default): spec edits and drift of the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/manifest"
+	"github.com/acme/platform-operator/internal/release"
 )
 
 // generatedAlphabet is the alphabet of generated values: letters and
@@ -86,40 +86,37 @@ func (t *generatedValuesTranslator) Translate(ctx context.Context, obj *unstruct
 	if !ok {
 		return nil, errors.New("spec must be a map")
 	}
-	// A copy: the object is written back to the API server later on.
+	// A copy: the object is written back to the API server later on. The
+	// library has set the override values on it already and coalesces
+	// what this returns with the chart's defaults: release.Values.Compute
+	// is the same three steps in one call.
 	vals := runtime.DeepCopyJSON(specMap)
-
-	var missing []manifest.CompiledValue
-	for _, gv := range t.values {
-		if s, _ := nestedString(vals, gv.Segments); s == "" {
-			missing = append(missing, gv)
-		}
-	}
-	if len(missing) == 0 {
+	if len(release.Missing(vals, t.values)) == 0 {
 		return vals, nil
 	}
 
+	// The values stored with the release, read at the first missing value.
 	var stored map[string]interface{}
-	ac, err := t.acg.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, fmt.Errorf("get Helm action client: %w", err)
-	}
-	rel, err := ac.Get(obj.GetName())
-	switch {
-	case err == nil:
-		stored = rel.Config
-	case !errors.Is(err, driver.ErrReleaseNotFound):
-		return nil, fmt.Errorf("read release %s: %w", obj.GetName(), err)
-	}
-
-	for _, gv := range missing {
-		value, err := t.resolve(ctx, obj, gv, stored)
-		if err != nil {
-			return nil, err
+	read := false
+	fill := func(gv manifest.CompiledValue) (string, error) {
+		if !read {
+			ac, err := t.acg.ActionClientFor(ctx, obj)
+			if err != nil {
+				return "", fmt.Errorf("get Helm action client: %w", err)
+			}
+			rel, err := ac.Get(obj.GetName())
+			switch {
+			case err == nil:
+				stored = rel.Config
+			case !errors.Is(err, driver.ErrReleaseNotFound):
+				return "", fmt.Errorf("read release %s: %w", obj.GetName(), err)
+			}
+			read = true
 		}
-		if err := setNestedString(vals, gv.Segments, value); err != nil {
-			return nil, fmt.Errorf("set generated value %s: %w", gv.Path, err)
-		}
+		return t.resolve(ctx, obj, gv, stored)
+	}
+	if err := release.FillGenerated(vals, t.values, fill); err != nil {
+		return nil, err
 	}
 	return vals, nil
 }
@@ -127,7 +124,7 @@ func (t *generatedValuesTranslator) Translate(ctx context.Context, obj *unstruct
 // resolve finds or makes the value of gv for obj. It never logs the value.
 func (t *generatedValuesTranslator) resolve(ctx context.Context, obj *unstructured.Unstructured, gv manifest.CompiledValue, stored map[string]interface{}) (string, error) {
 	log := t.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "path", gv.Path)
-	if s, _ := nestedString(stored, gv.Segments); s != "" {
+	if s, _ := release.NestedString(stored, gv.Segments); s != "" {
 		return s, nil
 	}
 	if gv.Secret != nil {
@@ -175,40 +172,4 @@ func randomString(n int) (string, error) {
 		b[i] = generatedAlphabet[k.Int64()]
 	}
 	return string(b), nil
-}
-
-// nestedString returns the string at path in m; "" and false when a step
-// is missing or not a map, or the leaf is not a string.
-func nestedString(m map[string]interface{}, path []string) (string, bool) {
-	var cur interface{} = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]interface{})
-		if !ok {
-			return "", false
-		}
-		if cur, ok = mm[p]; !ok {
-			return "", false
-		}
-	}
-	s, ok := cur.(string)
-	return s, ok
-}
-
-// setNestedString sets the string at path in m, creating missing maps.
-func setNestedString(m map[string]interface{}, path []string, value string) error {
-	cur := m
-	for i, p := range path[:len(path)-1] {
-		next, ok := cur[p]
-		if !ok || next == nil {
-			nm := map[string]interface{}{}
-			cur[p] = nm
-			cur = nm
-			continue
-		}
-		if cur, ok = next.(map[string]interface{}); !ok {
-			return fmt.Errorf("%s is not a map", strings.Join(path[:i+1], "."))
-		}
-	}
-	cur[path[len(path)-1]] = value
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/platform-operator/internal/helmtest"
 	"github.com/acme/platform-operator/internal/manifest"
 
 	. "github.com/onsi/gomega"
@@ -69,7 +70,7 @@ func TestGeneratedValueIsStable(t *testing.T) {
 
 	// The first Vault's Secret is not kept, so it gets an owner reference
 	// and the library watches Secrets of this controller by owner.
-	first := newCR("Vault", ns, "first", map[string]any{}, nil)
+	first := helmtest.CR("Vault", ns, "first", map[string]any{}, nil)
 	g.Expect(k8s.Create(ctx, first)).To(Succeed())
 	expectDeployed(t, k8s, first)
 	password, err := vaultPassword(ctx, k8s, ns, "first")
@@ -114,7 +115,7 @@ func TestGeneratedValueIsStable(t *testing.T) {
 	// A second Vault keeps its Secret: no owner reference, only owner
 	// annotations. Its deletion is still repaired at once (the period is an
 	// hour), whatever handler the library picked for Secrets.
-	second := newCR("Vault", ns, "second", map[string]any{"keep": true}, nil)
+	second := helmtest.CR("Vault", ns, "second", map[string]any{"keep": true}, nil)
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
 	expectDeployed(t, k8s, second)
 	secondPassword, err := vaultPassword(ctx, k8s, ns, "second")
@@ -133,7 +134,7 @@ func TestGeneratedValueIsStable(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, second)).To(Succeed())
 	expectGone(t, k8s, second)
 	g.Expect(vaultPassword(ctx, k8s, ns, "second")).To(Equal(secondPassword))
-	again := newCR("Vault", ns, "second", map[string]any{"keep": true}, nil)
+	again := helmtest.CR("Vault", ns, "second", map[string]any{"keep": true}, nil)
 	g.Expect(k8s.Create(ctx, again)).To(Succeed())
 	expectDeployed(t, k8s, again)
 	g.Expect(vaultPassword(ctx, k8s, ns, "second")).To(Equal(secondPassword))

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
+	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/manifest"
+	"github.com/acme/platform-operator/internal/release"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 func chartWithAnnotation(value string) *chart.Chart {
@@ -38,38 +40,18 @@ func TestRandomString(t *testing.T) {
 	}
 }
 
-func TestSetNestedString(t *testing.T) {
-	g := NewWithT(t)
-	m := map[string]interface{}{"a": map[string]interface{}{"keep": 1}, "n": nil, "s": "str"}
-	g.Expect(setNestedString(m, []string{"a", "b", "c"}, "v")).To(Succeed())
-	g.Expect(setNestedString(m, []string{"n", "x"}, "w")).To(Succeed())
-	g.Expect(m).To(Equal(map[string]interface{}{
-		"a": map[string]interface{}{"keep": 1, "b": map[string]interface{}{"c": "v"}},
-		"n": map[string]interface{}{"x": "w"},
-		"s": "str",
-	}))
-	g.Expect(setNestedString(m, []string{"s", "x"}, "v")).To(MatchError(ContainSubstring("s is not a map")))
-	v, ok := nestedString(m, []string{"a", "b", "c"})
-	g.Expect(ok).To(BeTrue())
-	g.Expect(v).To(Equal("v"))
-	_, ok = nestedString(m, []string{"a", "keep"})
-	g.Expect(ok).To(BeFalse(), "not a string")
-	_, ok = nestedString(nil, []string{"a"})
-	g.Expect(ok).To(BeFalse())
-}
-
 // Stand-ins for the translator's collaborators: the Helm release store and
 // a Secret reader. They stand in for plain reads, not for anything the API
 // server enforces; the integration and e2e tests run the real ones.
 
 type releaseGetter struct {
 	helmclient.ActionInterface // nil: only Get is used
-	rel                        *release.Release
+	rel                        *hrelease.Release
 	err                        error
 	calls                      *int
 }
 
-func (r releaseGetter) Get(string, ...helmclient.GetOption) (*release.Release, error) {
+func (r releaseGetter) Get(string, ...helmclient.GetOption) (*hrelease.Release, error) {
 	*r.calls++
 	return r.rel, r.err
 }
@@ -99,7 +81,7 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 	decl := "- path: database.auth.password\n  secret: {name: '{{ .Release.Name }}-db', key: password}"
 	kept := &corev1.Secret{Data: map[string][]byte{"password": []byte("keptKEPTkeptKEPTkeptKEPTkeptKEPT")}}
 	emptyKept := &corev1.Secret{Data: map[string][]byte{"password": nil}}
-	storedRelease := &release.Release{Config: map[string]interface{}{
+	storedRelease := &hrelease.Release{Config: map[string]interface{}{
 		"database": map[string]interface{}{"auth": map[string]interface{}{"password": "storedSTOREDstoredSTOREDstored12"}},
 	}}
 
@@ -108,7 +90,7 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 		// spec of the custom resource
 		spec map[string]interface{}
 		// rel and relErr are what the release store answers
-		rel    *release.Release
+		rel    *hrelease.Release
 		relErr error
 		// secret, when set, exists as "web-db"
 		secret *corev1.Secret
@@ -139,7 +121,7 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 		{
 			// A release whose values lack it (say, installed before the chart
 			// declared it) also falls back to the Secret.
-			name: "release without the value", spec: map[string]interface{}{}, rel: &release.Release{Config: map[string]interface{}{}}, secret: kept,
+			name: "release without the value", spec: map[string]interface{}{}, rel: &hrelease.Release{Config: map[string]interface{}{}}, secret: kept,
 			want: "keptKEPTkeptKEPTkeptKEPTkeptKEPT", wantEvent: ReasonValueRecovered, wantReleaseReads: 1,
 		},
 		{
@@ -172,7 +154,7 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 			tr := &generatedValuesTranslator{
 				values:   gvs,
 				acg:      releaseGetterFactory{releaseGetter{rel: tc.rel, err: tc.relErr, calls: &reads}},
-				nsFor:    ReleaseNamespaceMapper(false, ""),
+				nsFor:    watchconfig.ReleaseNamespaceMapper(false, ""),
 				reader:   secretReader{secrets: secrets},
 				recorder: recorder,
 				log:      logr.Discard(),
@@ -190,7 +172,7 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			got, _ := nestedString(vals, []string{"database", "auth", "password"})
+			got, _ := release.NestedString(vals, []string{"database", "auth", "password"})
 			g.Expect(got).To(Equal(tc.want))
 			g.Expect(obj).To(Equal(before), "the custom resource must not change")
 

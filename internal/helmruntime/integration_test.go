@@ -1,9 +1,6 @@
 package helmruntime
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/acme/platform-operator/internal/helmtest"
 )
 
 const (
@@ -28,115 +27,6 @@ const (
 
 	uninstallFinalizer = "uninstall-helm-release"
 )
-
-// newTestNamespace creates a namespace of its own for one test. envtest runs
-// no namespace controller, so namespaces are left behind (they would only go
-// Terminating anyway).
-func newTestNamespace(t *testing.T, k8s client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: fmt.Sprintf("%s-%s", strings.ToLower(strings.TrimPrefix(t.Name(), "Test")), rand.String(5)),
-	}}
-	if len(ns.Name) > 63 {
-		ns.Name = ns.Name[len(ns.Name)-63:]
-	}
-	NewWithT(t).Expect(k8s.Create(t.Context(), ns)).To(Succeed())
-	return ns.Name
-}
-
-// newCR returns a test custom resource of kind in group test.acme.com/v1.
-func newCR(kind, namespace, name string, spec map[string]any, labels map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetAPIVersion("test.acme.com/v1")
-	u.SetKind(kind)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	return u
-}
-
-// getCR fetches the current state of cr.
-func getCR(ctx context.Context, k8s client.Client, cr *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(cr.GroupVersionKind())
-	err := k8s.Get(ctx, client.ObjectKeyFromObject(cr), cur)
-	return cur, err
-}
-
-// conditionStatus returns the status of a status condition, "" if absent.
-func conditionStatus(obj *unstructured.Unstructured, condType string) string {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == condType {
-			s, _ := m["status"].(string)
-			return s
-		}
-	}
-	return ""
-}
-
-// expectDeployed waits until cr reports Deployed=True.
-func expectDeployed(t *testing.T, k8s client.Client, cr *unstructured.Unstructured) {
-	t.Helper()
-	started := time.Now()
-	NewWithT(t).Eventually(func(g Gomega) {
-		cur, err := getCR(t.Context(), k8s, cr)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cur.GetFinalizers()).To(ContainElement(uninstallFinalizer))
-		g.Expect(conditionStatus(cur, "Deployed")).To(Equal("True"), "status: %v", cur.Object["status"])
-	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
-	t.Logf("%s %s deployed after %s", cr.GetKind(), cr.GetName(), time.Since(started).Round(time.Millisecond))
-}
-
-// waitSettled waits until cr's resourceVersion stays the same for a while, so
-// that no reconcile triggered by the runtime's own writes is still pending.
-func waitSettled(t *testing.T, k8s client.Client, cr *unstructured.Unstructured) {
-	t.Helper()
-	const quiet = 2 * time.Second
-	var last string
-	var since time.Time
-	NewWithT(t).Eventually(func(g Gomega) {
-		cur, err := getCR(t.Context(), k8s, cr)
-		g.Expect(err).NotTo(HaveOccurred())
-		if rv := cur.GetResourceVersion(); rv != last {
-			last, since = rv, time.Now()
-		}
-		g.Expect(time.Since(since)).To(BeNumerically(">=", quiet))
-	}).WithTimeout(eventually).WithPolling(200 * time.Millisecond).Should(Succeed())
-}
-
-// releaseSecrets lists the Helm release Secrets of release name in namespace.
-func releaseSecrets(ctx context.Context, k8s client.Client, namespace, name string) ([]corev1.Secret, error) {
-	var list corev1.SecretList
-	err := k8s.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name})
-	return list.Items, err
-}
-
-// deleteAndTimeRecreation deletes obj and waits up to within for an object
-// with the same name but a new UID; it returns how long that took.
-func deleteAndTimeRecreation(t *testing.T, k8s client.Client, obj client.Object, within time.Duration) time.Duration {
-	t.Helper()
-	g := NewWithT(t)
-	key := client.ObjectKeyFromObject(obj)
-	g.Expect(k8s.Get(t.Context(), key, obj)).To(Succeed())
-	oldUID := obj.GetUID()
-	g.Expect(k8s.Delete(t.Context(), obj)).To(Succeed())
-	deleted := time.Now()
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(t.Context(), key, obj)).To(Succeed())
-		g.Expect(obj.GetUID()).NotTo(Equal(oldUID))
-	}).WithTimeout(within).WithPolling(poll).Should(Succeed(), "%T %s was not recreated", obj, key)
-	return time.Since(deleted)
-}
-
-// expectGone waits until obj no longer exists.
-func expectGone(t *testing.T, k8s client.Client, obj client.Object) {
-	t.Helper()
-	NewWithT(t).Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
-	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue(), "%T %s still exists", obj, client.ObjectKeyFromObject(obj))
-}
 
 // maxConcurrentReconciles reads controller-runtime's gauge for a controller.
 func maxConcurrentReconciles(t *testing.T, controller string) float64 {
@@ -168,7 +58,7 @@ func TestNamespacedKindLifecycle(t *testing.T) {
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
 
-	cr := newCR("Widget", ns, "web", map[string]any{"greeting": "hi", "enforced": "by-user"}, nil)
+	cr := helmtest.CR("Widget", ns, "web", map[string]any{"greeting": "hi", "enforced": "by-user"}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	expectDeployed(t, k8s, cr)
 
@@ -242,8 +132,8 @@ func TestDependentWatchesDisabled(t *testing.T) {
 	ns := newTestNamespace(t, k8s)
 
 	managed := map[string]string{"test.acme.com/managed": "true"}
-	cr := newCR("Gadget", ns, "quiet", map[string]any{}, managed)
-	ignored := newCR("Gadget", ns, "ignored", map[string]any{}, nil)
+	cr := helmtest.CR("Gadget", ns, "quiet", map[string]any{}, managed)
+	ignored := helmtest.CR("Gadget", ns, "ignored", map[string]any{}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	g.Expect(k8s.Create(ctx, ignored)).To(Succeed())
 	expectDeployed(t, k8s, cr)
@@ -289,7 +179,7 @@ func TestPerWatchReconcilePeriod(t *testing.T) {
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
 
-	cr := newCR("Ticker", ns, "tick", map[string]any{"greeting": "tock"}, nil)
+	cr := helmtest.CR("Ticker", ns, "tick", map[string]any{"greeting": "tock"}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	expectDeployed(t, k8s, cr)
 
@@ -323,7 +213,7 @@ func TestClusterScopedKind(t *testing.T) {
 
 	name := "acme-" + rand.String(5)
 	tenantNS := "tenant-" + name
-	cr := newCR("Tenant", "", name, map[string]any{"namespace": tenantNS}, nil)
+	cr := helmtest.CR("Tenant", "", name, map[string]any{"namespace": tenantNS}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	expectDeployed(t, k8s, cr)
 

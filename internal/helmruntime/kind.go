@@ -12,33 +12,33 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/actionpath"
+	"github.com/acme/platform-operator/internal/helmconfig"
+	"github.com/acme/platform-operator/internal/release"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // kindRuntime is one watches.yaml entry on one manager: the reconciler of
-// one kind, and what the layers of its action path share.
+// one kind and the controllers beside it.
 type kindRuntime struct {
 	rt            *runtimeState
-	watch         ResolvedWatch
+	watch         watchconfig.ResolvedWatch
 	clusterScoped bool
 	// nsFor picks the namespace of a resource's Helm release.
 	nsFor helmclient.ObjectToStringMapper
-	// client writes the conditions the layers set; apiReader reads what
-	// the cache does not hold (release Secrets' owner references).
-	client    client.Client
-	apiReader client.Reader
 	// recorder records Events as the library's controller does.
-	recorder     record.EventRecorder
-	log          logr.Logger
-	refusals     *refusals
-	capabilities *capabilitiesCache
-	charts       *chartDigests
+	recorder record.EventRecorder
+	log      logr.Logger
+	// refusals carries the ownership layer's refusals to the status writer.
+	refusals *actionpath.Refusals
 	// ready judges the releases and writes Ready (ready.go).
 	ready *readyTracker
 }
 
 // setupKind builds the reconciler of one resolved watch and adds it to mgr.
-func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
-	clusterScoped, err := IsClusterScoped(mgr.GetRESTMapper(), rw.GVK)
+func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch) error {
+	clusterScoped, err := watchconfig.IsClusterScoped(mgr.GetRESTMapper(), rw.GVK)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
@@ -48,25 +48,40 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 		rt:            rt,
 		watch:         rw,
 		clusterScoped: clusterScoped,
-		nsFor:         ReleaseNamespaceMapper(clusterScoped, rt.opts.ReleaseNamespace),
-		client:        mgr.GetClient(),
-		apiReader:     mgr.GetAPIReader(),
+		nsFor:         watchconfig.ReleaseNamespaceMapper(clusterScoped, rt.opts.ReleaseNamespace),
 		recorder:      mgr.GetEventRecorderFor(controllerName),
 		log:           rt.log.WithValues("kind", rw.GVK.Kind),
-		refusals:      newRefusals(),
-		capabilities:  newCapabilitiesCache(CapabilitiesMaxAge),
-		charts:        &chartDigests{},
+		refusals:      actionpath.NewRefusals(),
 	}
 	k.ready = newReadyTracker(k, mgr)
 	if err := k.ready.setup(mgr); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
 	rt.readyStates.track(rw.GVK.Kind, k.ready)
-	base, err := newLibraryGetter(mgr.GetConfig(), mgr.GetRESTMapper(), k.nsFor, k.capabilities)
+	caps := helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge)
+	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
+		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
+		Capabilities: caps, HookTimeout: rt.hookTimeout,
+	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
-	opts, err := k.reconcilerOptions(mgr, actionPath(base, k))
+	acg := actionpath.New(base, actionpath.Kind{
+		Kind:             rw.GVK.Kind,
+		Log:              k.log,
+		Recorder:         k.recorder,
+		Status:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		ReleaseNamespace: k.nsFor,
+		Refusals:         k.refusals,
+		Activity:         rt.activity,
+		Charts:           &release.ChartDigests{},
+		DryRuns:          rt.dryRuns,
+		Capabilities:     caps,
+		ShardID:          rt.shardID,
+		StaleAfter:       rt.staleAfter,
+	})
+	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
@@ -89,9 +104,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw ResolvedWatch) error {
 //   - a resource refused for another's release retries when that release
 //     goes (refusals.go);
 //   - the reconciler's client reads only the shard's resources
-//     (shardfilter.go), redacts Secret values from the release
-//     manifest it writes into status (redact.go), and gives the conditions
-//     that report a refusal of the ownership layer that refusal's reason;
+//     (shardfilter.go), and its status writes carry Ready, the refusal
+//     reasons of the ownership layer and no Secret value
+//     (statusclient.go);
 //   - values the chart declares as generated are generated once and then
 //     kept for the life of the release (generated.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
@@ -121,7 +136,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withReadyStatus(withRefusalReasons(NewRedactingClient(k.shardClient(mgr)), k.refusals), k.ready)),
+		reconciler.WithClient(withStatusEdits(k.shardClient(mgr), k.ready.stampStatus, refusalReasons(k.refusals), redactSecrets)),
 		reconciler.WithPostHook(k.ready),
 	)
 	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))

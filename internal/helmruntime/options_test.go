@@ -5,29 +5,18 @@ import (
 	"errors"
 	"io/fs"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/acme/platform-operator/internal/leaderelection"
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
-
-// fakeEnv builds an Env from a map of variables and a map of files.
-func fakeEnv(vars map[string]string, files map[string]string) Env {
-	return Env{
-		Getenv: func(k string) string { return vars[k] },
-		ReadFile: func(p string) ([]byte, error) {
-			if c, ok := files[p]; ok {
-				return []byte(c), nil
-			}
-			return nil, fs.ErrNotExist
-		},
-	}
-}
 
 func TestDefaultOptions(t *testing.T) {
 	g := NewWithT(t)
@@ -88,7 +77,7 @@ func TestBindFlags(t *testing.T) {
 				LeaderElect:             true,
 				LeaderElectionID:        "other-id",
 				LeaderElectionNamespace: "ops",
-				LeaderElectionTiming: leaderelection.Timing{
+				LeaderElectionTiming: managersetup.LeaderElectionTiming{
 					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second,
 				},
 				MetricsBindAddress:     "0",
@@ -105,71 +94,26 @@ func TestBindFlags(t *testing.T) {
 	})
 }
 
-func TestResolveReleaseNamespace(t *testing.T) {
-	tests := []struct {
-		name  string
-		vars  map[string]string
-		files map[string]string
-		want  string
-	}{{
-		name: "POD_NAMESPACE wins over the service-account file",
-		vars: map[string]string{PodNamespaceEnvVar: "from-env"},
-		files: map[string]string{
-			ServiceAccountNamespaceFile: "from-file",
-		},
-		want: "from-env",
-	}, {
-		name:  "service-account file when POD_NAMESPACE is unset",
-		files: map[string]string{ServiceAccountNamespaceFile: "from-file\n"},
-		want:  "from-file",
-	}, {
-		name:  "blank POD_NAMESPACE is ignored",
-		vars:  map[string]string{PodNamespaceEnvVar: "  "},
-		files: map[string]string{ServiceAccountNamespaceFile: "from-file"},
-		want:  "from-file",
-	}, {
-		name:  "blank service-account file is ignored",
-		files: map[string]string{ServiceAccountNamespaceFile: "\n"},
-		want:  "default",
-	}, {
-		name: "default outside a cluster",
-		want: "default",
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(ResolveReleaseNamespace(fakeEnv(tc.vars, tc.files))).To(Equal(tc.want))
-		})
-	}
-}
-
-func TestParseWatchNamespaces(t *testing.T) {
-	tests := []struct {
-		value string
-		want  []string
-	}{
-		{value: "", want: nil},                      // unset: all namespaces
-		{value: " , ,", want: nil},                  // only separators: all namespaces
-		{value: "team-a", want: []string{"team-a"}}, // single namespace
-		{value: "team-a,team-b", want: []string{"team-a", "team-b"}},
-		{value: " team-a , team-b ,", want: []string{"team-a", "team-b"}}, // blanks trimmed
-		{value: "team-a,team-a", want: []string{"team-a"}},                // duplicates dropped
-	}
-	for _, tc := range tests {
-		t.Run(tc.value, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(ParseWatchNamespaces(tc.value)).To(Equal(tc.want))
-		})
-	}
+func TestResolveWatchDefaultsFromOptions(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+	o.ReconcilePeriod = 3 * time.Minute
+	o.MaxConcurrentReconciles = 2
+	o.MaxReleaseHistory = 0
+	g.Expect(o.WatchDefaults()).To(Equal(watchconfig.WatchDefaults{
+		ReconcilePeriod:         3 * time.Minute,
+		MaxConcurrentReconciles: 2,
+		MaxReleaseHistory:       0, // unlimited
+	}))
 }
 
 func TestComplete(t *testing.T) {
 	t.Run("fills release and watch namespaces from the environment", func(t *testing.T) {
 		g := NewWithT(t)
 		o := DefaultOptions()
-		g.Expect(o.Complete(fakeEnv(map[string]string{
-			PodNamespaceEnvVar:   "operator-ns",
-			WatchNamespaceEnvVar: "a,b",
+		g.Expect(o.Complete(watchconfig.EnvOf(map[string]string{
+			watchconfig.PodNamespaceEnvVar:   "operator-ns",
+			watchconfig.WatchNamespaceEnvVar: "a,b",
 		}, nil))).To(Succeed())
 		g.Expect(o.ReleaseNamespace).To(Equal("operator-ns"))
 		g.Expect(o.WatchNamespaces).To(Equal([]string{"a", "b"}))
@@ -180,9 +124,9 @@ func TestComplete(t *testing.T) {
 		o := DefaultOptions()
 		o.ReleaseNamespace = "from-flag"
 		o.WatchNamespaces = []string{}
-		g.Expect(o.Complete(fakeEnv(map[string]string{
-			PodNamespaceEnvVar:   "operator-ns",
-			WatchNamespaceEnvVar: "a,b",
+		g.Expect(o.Complete(watchconfig.EnvOf(map[string]string{
+			watchconfig.PodNamespaceEnvVar:   "operator-ns",
+			watchconfig.WatchNamespaceEnvVar: "a,b",
 		}, nil))).To(Succeed())
 		g.Expect(o.ReleaseNamespace).To(Equal("from-flag"))
 		g.Expect(o.WatchNamespaces).To(BeEmpty())
@@ -197,7 +141,7 @@ func TestComplete(t *testing.T) {
 		o.MaxReleaseHistory = -1
 		o.LeaderElect = true
 		o.LeaderElectionID = ""
-		err := o.Complete(fakeEnv(nil, nil))
+		err := o.Complete(watchconfig.EnvOf(nil, nil))
 		g.Expect(err).To(HaveOccurred())
 		for _, want := range []string{"watches file", "leader election ID", "reconcile period", "max concurrent reconciles", "max release history"} {
 			g.Expect(err.Error()).To(ContainSubstring(want))
@@ -231,7 +175,7 @@ func TestManagerOptions(t *testing.T) {
 		g.Expect(m.LeaderElection).To(BeFalse())
 		g.Expect(m.LeaderElectionID).To(Equal(DefaultLeaderElectionID))
 		g.Expect(m.LeaderElectionNamespace).To(BeEmpty())
-		// A standby takes over within 20 s (see package leaderelection).
+		// A standby takes over within 20 s (see managersetup.LeaderElectionTiming).
 		g.Expect(*m.LeaseDuration).To(Equal(12 * time.Second))
 		g.Expect(*m.RenewDeadline).To(Equal(8 * time.Second))
 		g.Expect(*m.RetryPeriod).To(Equal(time.Second))
@@ -270,4 +214,29 @@ func TestRunRejectsBadInput(t *testing.T) {
 	err = Run(t.Context(), nil, o)
 	g.Expect(err).To(MatchError(ContainSubstring("load watches file")))
 	g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue())
+}
+
+func TestLoadTestWatches(t *testing.T) {
+	// The watches file of the integration test goes through the library's
+	// loader and our resolution exactly as in production.
+	g := NewWithT(t)
+	ws, err := watches.Load("testdata/watches.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	rws, err := watchconfig.ResolveAll(ws, watchconfig.WatchDefaults{ReconcilePeriod: time.Hour, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	byKind := map[string]watchconfig.ResolvedWatch{}
+	for _, rw := range rws {
+		byKind[strings.ToLower(rw.GVK.Kind)] = rw
+	}
+	g.Expect(byKind).To(HaveLen(5))
+	g.Expect(byKind["widget"].WatchDependentResources).To(BeTrue())
+	g.Expect(byKind["widget"].OverrideValues).To(Equal(map[string]string{"enforced": "from-operator"}))
+	g.Expect(byKind["widget"].ReconcilePeriod).To(Equal(time.Hour))
+	g.Expect(byKind["gadget"].WatchDependentResources).To(BeFalse())
+	g.Expect(byKind["gadget"].Selector.MatchLabels).To(HaveKeyWithValue("test.acme.com/managed", "true"))
+	g.Expect(byKind["ticker"].ReconcilePeriod).To(Equal(2 * time.Second))
+	g.Expect(byKind["ticker"].MaxConcurrentReconciles).To(Equal(3))
+	g.Expect(byKind["tenant"].Chart.Name()).To(Equal("tenant"))
+	g.Expect(byKind["vault"].Chart.Name()).To(Equal("vault"))
 }

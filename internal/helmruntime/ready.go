@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
 
+	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/readiness"
 )
 
@@ -45,7 +46,7 @@ import (
 // observedGeneration of every condition are the runtime's, written in two
 // places that share one judgement (readyTracker.verdict):
 //
-//   - every status write of the library goes through readyStatusWriter,
+//   - every status write of the library goes through stampStatus,
 //     which stamps the generation it describes on status and on every
 //     condition and sets Ready (a failed release is ReleaseFailed at once);
 //   - the kind's readiness controller (this file) re-judges a release when
@@ -116,7 +117,7 @@ type readyTracker struct {
 	// activity tracking does, and activity says whether an action on it
 	// runs.
 	releaseKey func(client.Object) string
-	activity   *releaseActivity
+	activity   *actionpath.Activity
 	cache      cache.Cache
 	apiReader  client.Reader
 	writer     client.Client
@@ -141,7 +142,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 		concurrency:   k.watch.MaxConcurrentReconciles,
 		releaseKey: func(o client.Object) string {
 			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
-			return target{obj: o, namespace: ns}.key()
+			return actionpath.ReleaseKey(ns, o.GetName())
 		},
 		activity:  k.rt.activity,
 		cache:     mgr.GetCache(),
@@ -371,7 +372,7 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	if t.activity.busy(t.releaseKey(cr)) {
+	if t.activity.Busy(t.releaseKey(cr)) {
 		// An install or upgrade is writing the objects; its post-release
 		// hook wakes us (a failure is judged by the library's write).
 		return reconcile.Result{}, nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/acme/platform-operator/internal/helmtest"
 	"github.com/acme/platform-operator/internal/readiness"
 )
 
@@ -21,12 +22,6 @@ import (
 // Deployment into Pods or reports its status. These tests write the
 // Deployment's status themselves, as the deployment controller would, and
 // watch Ready follow it.
-
-// readyCondition returns the Ready condition of cr, or nil.
-func readyCondition(cr *unstructured.Unstructured) map[string]any {
-	st, _ := cr.Object["status"].(map[string]any)
-	return findCondition(st, ConditionReady)
-}
 
 // expectReady waits until cr's Ready condition has status and reason, and
 // returns the resource as read then.
@@ -37,7 +32,7 @@ func expectReady(t *testing.T, cr *unstructured.Unstructured, status, reason str
 		var err error
 		cur, err = getCR(t.Context(), suite.k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		c := readyCondition(cur)
+		c := conditionOf(cur, ConditionReady)
 		g.Expect(c).NotTo(BeNil(), "status: %v", cur.Object["status"])
 		g.Expect([]any{c["status"], c["reason"]}).To(Equal([]any{status, reason}), "Ready: %v", c)
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
@@ -107,7 +102,7 @@ func TestReadyFollowsTheDeployment(t *testing.T) {
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
 
-	cr := newCR("Widget", ns, "shop", map[string]any{"replicas": 2}, nil)
+	cr := helmtest.CR("Widget", ns, "shop", map[string]any{"replicas": 2}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	expectDeployed(t, k8s, cr)
 	cur := expectReady(t, cr, "False", readiness.ReasonProgressing)
@@ -123,7 +118,7 @@ func TestReadyFollowsTheDeployment(t *testing.T) {
 	setDeploymentStatus(t, ns, "shop", 0)
 	cur = expectReady(t, cr, "False", readiness.ReasonProgressing)
 	t.Logf("Ready=False %s after the Deployment lost its available replicas", time.Since(start).Round(time.Millisecond))
-	g.Expect(readyCondition(cur)["message"]).To(ContainSubstring("Deployment shop: "))
+	g.Expect(conditionOf(cur, ConditionReady)["message"]).To(ContainSubstring("Deployment shop: "))
 	g.Eventually(func() []string { return eventReasons(ctx, cr) }).WithTimeout(eventually).WithPolling(poll).
 		Should(ContainElements(ReasonBecameReady, ReasonNotReady))
 
@@ -140,14 +135,14 @@ func TestReadyFollowsTheDeployment(t *testing.T) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cur.GetGeneration()).To(BeEquivalentTo(2))
-		c := readyCondition(cur)
+		c := conditionOf(cur, ConditionReady)
 		g.Expect(c["observedGeneration"]).To(BeEquivalentTo(2))
 		g.Expect(c["status"]).To(Equal("False"), "Ready for generation 2 before its rollout")
 		expectGenerationsStamped(g, cur)
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	setDeploymentStatus(t, ns, "shop", 3)
 	cur = expectReady(t, cr, "True", readiness.ReasonReady)
-	g.Expect(readyCondition(cur)["observedGeneration"]).To(BeEquivalentTo(2))
+	g.Expect(conditionOf(cur, ConditionReady)["observedGeneration"]).To(BeEquivalentTo(2))
 
 	// A deleted Deployment: the release is not ready until the recreated
 	// one is available again.
@@ -164,10 +159,10 @@ func TestReadyOfAFailedRelease(t *testing.T) {
 	k8s := requireEnv(t)
 	t.Parallel()
 	ns := newTestNamespace(t, k8s)
-	cr := newCR("Widget", ns, "broken", map[string]any{"replicas": -1}, nil)
+	cr := helmtest.CR("Widget", ns, "broken", map[string]any{"replicas": -1}, nil)
 	NewWithT(t).Expect(k8s.Create(t.Context(), cr)).To(Succeed())
 	cur := expectReady(t, cr, "False", readiness.ReasonReleaseFailed)
-	NewWithT(t).Expect(readyCondition(cur)["message"]).To(ContainSubstring("replicas"))
+	NewWithT(t).Expect(conditionOf(cur, ConditionReady)["message"]).To(ContainSubstring("replicas"))
 }
 
 // TestReadyOfAClusterScopedKind: a tenant's release (a Namespace and a
@@ -176,9 +171,9 @@ func TestReadyOfAClusterScopedKind(t *testing.T) {
 	k8s := requireEnv(t)
 	t.Parallel()
 	name := "ready-" + rand.String(5)
-	cr := newCR("Tenant", "", name, map[string]any{"namespace": "tenant-" + name}, nil)
+	cr := helmtest.CR("Tenant", "", name, map[string]any{"namespace": "tenant-" + name}, nil)
 	NewWithT(t).Expect(k8s.Create(t.Context(), cr)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cr) })
 	cur := expectReady(t, cr, "True", readiness.ReasonReady)
-	NewWithT(t).Expect(readyCondition(cur)["message"]).To(Equal("all 2 objects of the release are ready"))
+	NewWithT(t).Expect(conditionOf(cur, ConditionReady)["message"]).To(Equal("all 2 objects of the release are ready"))
 }

@@ -14,56 +14,35 @@ import (
 	"github.com/acme/platform-operator/internal/readiness"
 )
 
-// readyStatusClient is the reconciler's client: every status the library
-// writes says which generation it describes, and carries Ready (ready.go).
-type readyStatusClient struct {
-	client.Client
-	t *readyTracker
-}
-
-func withReadyStatus(c client.Client, t *readyTracker) client.Client {
-	return &readyStatusClient{Client: c, t: t}
-}
-
-func (c *readyStatusClient) Status() client.SubResourceWriter {
-	return &readyStatusWriter{SubResourceWriter: c.Client.Status(), t: c.t}
-}
-
-type readyStatusWriter struct {
-	client.SubResourceWriter
-	t *readyTracker
-}
-
-// Update stamps obj's generation on its status and every condition, sets
-// Ready, writes, and remembers what was written.
-func (w *readyStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+// stampStatus is the status edit that says which generation a status
+// the library writes describes, and sets Ready (statusclient.go). Once the
+// status is written, the tracker remembers what was written.
+func (t *readyTracker) stampStatus(ctx context.Context, obj client.Object) (written func()) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind() != w.t.gvk {
-		return w.SubResourceWriter.Update(ctx, obj, opts...)
+	if !ok || u.GroupVersionKind() != t.gvk {
+		return nil
 	}
 	key := client.ObjectKeyFromObject(u)
 	st, _ := u.Object["status"].(map[string]any)
-	w.t.mu.Lock()
+	t.mu.Lock()
 	var e readyEntry
-	if known := w.t.entries[key]; known != nil && known.uid == u.GetUID() {
+	if known := t.entries[key]; known != nil && known.uid == u.GetUID() {
 		e = *known
 	}
-	w.t.mu.Unlock()
+	t.mu.Unlock()
 	e.uid = u.GetUID()
 	e.status = keptStatus(st)
 	e.release = releaseFromStatus(st, e.release)
-	now := w.t.clock.Now()
-	v := w.t.verdict(ctx, &e, now)
+	now := t.clock.Now()
+	v := t.verdict(ctx, &e, now)
 	u.Object["status"] = withReady(st, v, u.GetGeneration(), now)
-	if err := w.SubResourceWriter.Update(ctx, u, opts...); err != nil {
-		return err
+	return func() {
+		t.mu.Lock()
+		stored := t.entryLocked(key, u.GetUID())
+		stored.generation = u.GetGeneration()
+		t.mu.Unlock()
+		t.written(key, &e, u, v)
 	}
-	w.t.mu.Lock()
-	stored := w.t.entryLocked(key, u.GetUID())
-	stored.generation = u.GetGeneration()
-	w.t.mu.Unlock()
-	w.t.written(key, &e, u, v)
-	return nil
 }
 
 // releaseFromStatus reads the library's conditions into r.
@@ -89,7 +68,7 @@ func findCondition(st map[string]any, typ string) map[string]any {
 	return nil
 }
 
-// conditionStatus is the status of the condition of type typ, or "".
+// readyCondStatus is the status of the condition of type typ, or "".
 func readyCondStatus(st map[string]any, typ string) string {
 	s, _ := findCondition(st, typ)["status"].(string)
 	return s

@@ -14,21 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-)
 
-// conditionOf returns the condition of condType, nil when absent.
-func conditionOf(obj *unstructured.Unstructured, condType string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == condType {
-			return m
-		}
-	}
-	return nil
-}
+	"github.com/acme/platform-operator/internal/actionpath"
+	"github.com/acme/platform-operator/internal/helmtest"
+	"github.com/acme/platform-operator/internal/release"
+)
 
 // expectRefused waits until cr reports ReleaseFailed=True with a message
 // containing msg, and a Warning Event with reason.
@@ -72,21 +63,6 @@ func eventsOf(ctx context.Context, k8s client.Client, cr *unstructured.Unstructu
 	return out, nil
 }
 
-// libraryActionClientGetter is helm-operator-plugins' own action client
-// getter, without the runtime's layers.
-func libraryActionClientGetter(t *testing.T, opts ...helmclient.ActionConfigGetterOption) helmclient.ActionClientGetter {
-	g := NewWithT(t)
-	httpClient, err := rest.HTTPClientFor(suite.cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	mapper, err := apiutil.NewDynamicRESTMapper(suite.cfg, httpClient)
-	g.Expect(err).NotTo(HaveOccurred())
-	configs, err := helmclient.NewActionConfigGetter(suite.cfg, mapper, opts...)
-	g.Expect(err).NotTo(HaveOccurred())
-	acg, err := helmclient.NewActionClientGetter(configs)
-	g.Expect(err).NotTo(HaveOccurred())
-	return acg
-}
-
 // releaseState is what must not change while a second resource claims a
 // release: its revisions and the UIDs of its objects.
 func releaseState(g Gomega, ctx context.Context, k8s client.Client, namespace, name string) []string {
@@ -111,7 +87,7 @@ func TestReleaseHasOneOwner(t *testing.T) {
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
 
-	owner := newCR("Widget", ns, "shop", map[string]any{"greeting": "from the owner"}, nil)
+	owner := helmtest.CR("Widget", ns, "shop", map[string]any{"greeting": "from the owner"}, nil)
 	g.Expect(k8s.Create(ctx, owner)).To(Succeed())
 	expectDeployed(t, k8s, owner)
 	waitSettled(t, k8s, owner)
@@ -123,14 +99,14 @@ func TestReleaseHasOneOwner(t *testing.T) {
 	cur, err := getCR(ctx, k8s, owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(secrets[0].Labels).To(And(
-		HaveKeyWithValue(ReleaseOwnerKindLabel, "Widget.test.acme.com"),
-		HaveKeyWithValue(ReleaseOwnerNamespaceLabel, ns),
-		HaveKeyWithValue(ReleaseOwnerNameLabel, "shop"),
-		HaveKeyWithValue(ReleaseOwnerUIDLabel, string(cur.GetUID()))))
+		HaveKeyWithValue(release.OwnerKindLabel, "Widget.test.acme.com"),
+		HaveKeyWithValue(release.OwnerNamespaceLabel, ns),
+		HaveKeyWithValue(release.OwnerNameLabel, "shop"),
+		HaveKeyWithValue(release.OwnerUIDLabel, string(cur.GetUID()))))
 
-	second := newCR("Gadget", ns, "shop", map[string]any{"greeting": "from the second"}, map[string]string{"test.acme.com/managed": "true"})
+	second := helmtest.CR("Gadget", ns, "shop", map[string]any{"greeting": "from the second"}, map[string]string{"test.acme.com/managed": "true"})
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	expectRefused(t, k8s, second, ReasonReleaseNameConflict,
+	expectRefused(t, k8s, second, actionpath.ReasonReleaseNameConflict,
 		"release shop in namespace "+ns+" belongs to Widget "+ns+"/shop; rename this Gadget")
 
 	t.Log("the owner's release stays as it was, and the refused resource settles")
@@ -179,9 +155,9 @@ func TestReleaseInstalledByHand(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	before := releaseState(g, ctx, k8s, ns, "web")
 
-	cr := newCR("Widget", ns, "web", map[string]any{"greeting": "from the operator"}, nil)
+	cr := helmtest.CR("Widget", ns, "web", map[string]any{"greeting": "from the operator"}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
-	expectRefused(t, k8s, cr, ReasonReleaseNameConflict,
+	expectRefused(t, k8s, cr, actionpath.ReasonReleaseNameConflict,
 		"release web in namespace "+ns+" was not installed by this operator")
 	waitSettled(t, k8s, cr)
 	g.Expect(releaseState(g, ctx, k8s, ns, "web")).To(Equal(before))
@@ -212,7 +188,7 @@ func TestReleaseStoredBeforeOwnerLabels(t *testing.T) {
 
 	// Not yet labelled for the Gadget watch's selector: the runtime
 	// ignores it while the old-style release is installed.
-	cr := newCR("Gadget", ns, "legacy", map[string]any{}, nil)
+	cr := helmtest.CR("Gadget", ns, "legacy", map[string]any{}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
 	// The library's own getter, as the runtime was before owner labels.
 	ac, err := libraryActionClientGetter(t).ActionClientFor(ctx, cr)
@@ -224,7 +200,7 @@ func TestReleaseStoredBeforeOwnerLabels(t *testing.T) {
 	first, err := releaseSecrets(ctx, k8s, ns, "legacy")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first).To(HaveLen(1))
-	g.Expect(first[0].Labels).NotTo(HaveKey(ReleaseOwnerKindLabel))
+	g.Expect(first[0].Labels).NotTo(HaveKey(release.OwnerKindLabel))
 
 	cur, err := getCR(ctx, k8s, cr)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -238,13 +214,13 @@ func TestReleaseStoredBeforeOwnerLabels(t *testing.T) {
 		var uids []types.UID
 		for _, s := range secrets {
 			uids = append(uids, s.UID)
-			g.Expect(s.Labels).To(HaveKeyWithValue(ReleaseOwnerUIDLabel, string(cur.GetUID())))
+			g.Expect(s.Labels).To(HaveKeyWithValue(release.OwnerUIDLabel, string(cur.GetUID())))
 		}
 		g.Expect(uids).To(ContainElement(first[0].UID), "revision 1 must be kept: no reinstall")
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	events, err := eventsOf(ctx, k8s, cr)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(events).NotTo(ContainElement(HaveField("Reason", ReasonReleaseNameConflict)))
+	g.Expect(events).NotTo(ContainElement(HaveField("Reason", actionpath.ReasonReleaseNameConflict)))
 
 	g.Expect(k8s.Delete(ctx, cr)).To(Succeed())
 	expectGone(t, k8s, cr)
@@ -263,13 +239,13 @@ func TestClusterScopedReleaseOwner(t *testing.T) {
 	ctx := t.Context()
 
 	name := "clash-" + rand.String(5)
-	tenant := newCR("Tenant", "", name, map[string]any{"namespace": "tenant-" + name}, nil)
+	tenant := helmtest.CR("Tenant", "", name, map[string]any{"namespace": "tenant-" + name}, nil)
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	expectDeployed(t, k8s, tenant)
 
-	widget := newCR("Widget", testReleaseNamespace, name, map[string]any{}, nil)
+	widget := helmtest.CR("Widget", testReleaseNamespace, name, map[string]any{}, nil)
 	g.Expect(k8s.Create(ctx, widget)).To(Succeed())
-	expectRefused(t, k8s, widget, ReasonReleaseNameConflict,
+	expectRefused(t, k8s, widget, actionpath.ReasonReleaseNameConflict,
 		"release "+name+" in namespace "+testReleaseNamespace+" belongs to Tenant "+name+"; rename this Widget")
 	secrets, err := releaseSecrets(ctx, k8s, testReleaseNamespace, name)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -291,9 +267,9 @@ func TestNameHelmCannotHold(t *testing.T) {
 	ns := newTestNamespace(t, k8s)
 
 	name := strings.Repeat("a", 60)
-	cr := newCR("Widget", ns, name, map[string]any{}, nil)
+	cr := helmtest.CR("Widget", ns, name, map[string]any{}, nil)
 	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
-	expectRefused(t, k8s, cr, ReasonInvalidReleaseName, "cannot name a Helm release")
+	expectRefused(t, k8s, cr, actionpath.ReasonInvalidReleaseName, "cannot name a Helm release")
 	g.Expect(k8s.Delete(ctx, cr)).To(Succeed())
 	expectGone(t, k8s, cr)
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr))).To(BeTrue())

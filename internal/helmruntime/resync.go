@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // ResyncJitter is the spread of periodic resyncs: each custom resource is
@@ -37,7 +39,7 @@ const ResyncJitter = 0.2
 
 // resyncOptions replaces the library's fixed requeue with jittered
 // per-resource resyncs for a watch with a reconcile period.
-func resyncOptions(c cache.Cache, rw ResolvedWatch) ([]reconciler.Option, error) {
+func resyncOptions(c cache.Cache, rw watchconfig.ResolvedWatch) ([]reconciler.Option, error) {
 	opts := []reconciler.Option{reconciler.WithReconcilePeriod(0)}
 	if rw.ReconcilePeriod <= 0 {
 		return opts, nil

@@ -17,9 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/acme/platform-operator/internal/actionpath"
+	"github.com/acme/platform-operator/internal/helmconfig"
 	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/acme/platform-operator/internal/shard"
 	"github.com/acme/platform-operator/internal/supervisor"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // Run runs the operator until ctx is done: it loads the watches file named
@@ -54,8 +57,8 @@ type runtimeState struct {
 	log     logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
-	activity *releaseActivity
-	// dryRuns counts the library's dry-run upgrades (digest.go).
+	activity *actionpath.Activity
+	// dryRuns counts the library's dry-run upgrades (actionpath/digest.go).
 	dryRuns *prometheus.CounterVec
 	// readyStates counts releases by readiness (readymetrics.go).
 	readyStates *readyStates
@@ -63,14 +66,14 @@ type runtimeState struct {
 	// revision it stores.
 	shardID string
 	// staleAfter and hookTimeout bound what the action path waits for
-	// (pending.go, shutdown.go).
+	// (actionpath/pending.go, helmconfig/interruptible.go).
 	staleAfter  time.Duration
 	hookTimeout time.Duration
 }
 
 // newRuntime builds the runtime's state and registers its metrics with reg.
 func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*runtimeState, error) {
-	dryRuns := newDryRunCounter()
+	dryRuns := actionpath.NewDryRunCounter()
 	if err := reg.Register(dryRuns); err != nil {
 		// A second runtime in one process (tests) counts on the first's.
 		var already prometheus.AlreadyRegisteredError
@@ -92,11 +95,11 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		opts:        opts,
 		watches:     ws,
 		log:         opts.logger(),
-		activity:    newReleaseActivity(clock.RealClock{}),
+		activity:    actionpath.NewActivity(clock.RealClock{}),
 		shardID:     shard.ID(opts.Shard()),
 		dryRuns:     dryRuns,
-		staleAfter:  DefaultStalePendingTimeout,
-		hookTimeout: DefaultHookTimeout,
+		staleAfter:  actionpath.DefaultStalePendingTimeout,
+		hookTimeout: helmconfig.DefaultHookTimeout,
 	}, nil
 }
 
@@ -133,17 +136,17 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 
 // setupManager registers one Helm reconciler per watches.yaml entry with
 // mgr, and notes in the release activity when mgr becomes the leader. Each
-// entry is resolved against the operator-wide defaults (see ResolveWatch)
+// entry is resolved against the operator-wide defaults (see watchconfig.Resolve)
 // and its scope is looked up through the manager's RESTMapper, so the CRD
 // of every kind must already be installed.
 func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
-	resolved, err := ResolveWatches(rt.watches, rt.opts.WatchDefaults())
+	resolved, err := watchconfig.ResolveAll(rt.watches, rt.opts.WatchDefaults())
 	if err != nil {
 		return err
 	}
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		rt.activity.elected()
+		rt.activity.Elected()
 		<-ctx.Done()
 		return nil
 	}))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/platform-operator/internal/testenv"
+	"github.com/acme/platform-operator/internal/watchconfig"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +111,7 @@ func startRuntime(cfg *rest.Config) (stop func() error, err error) {
 	opts.ReconcilePeriod = time.Hour
 	opts.MaxConcurrentReconciles = testDefaultMaxConcurrentReconciles
 	opts.ReleaseNamespace = testReleaseNamespace
-	if err := opts.Complete(Env{Getenv: func(string) string { return "" }}); err != nil {
+	if err := opts.Complete(watchconfig.Env{Getenv: func(string) string { return "" }}); err != nil {
 		return nil, errors.Join(err, closeLogs())
 	}
 

@@ -23,8 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/acme/platform-operator/internal/leaderelection"
-	"github.com/acme/platform-operator/internal/metricsserving"
 	"github.com/acme/platform-operator/internal/shard"
 )
 
@@ -46,7 +44,7 @@ type Options struct {
 	LeaderElectionNamespace string
 	// LeaderElectionTiming sets the Lease duration, renew deadline and
 	// retry period, and with them how fast a standby takes over.
-	LeaderElectionTiming leaderelection.Timing
+	LeaderElectionTiming LeaderElectionTiming
 
 	// MetricsBindAddress is the address of the metrics endpoint; "0"
 	// disables it.
@@ -77,7 +75,7 @@ type Options struct {
 func Defaults(leaseID, metricsAddr, probeAddr string) Options {
 	return Options{
 		LeaderElectionID:       leaseID,
-		LeaderElectionTiming:   leaderelection.DefaultTiming(),
+		LeaderElectionTiming:   DefaultLeaderElectionTiming(),
 		MetricsBindAddress:     metricsAddr,
 		MetricsSecure:          true,
 		HealthProbeBindAddress: probeAddr,
@@ -141,7 +139,7 @@ func (o *Options) Shard() labels.Selector {
 func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 	mo := ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserving.Options(o.MetricsBindAddress, o.MetricsSecure, o.EnableHTTP2),
+		Metrics:                       metricsOptions(o.MetricsBindAddress, o.MetricsSecure, o.EnableHTTP2),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,

@@ -4,9 +4,9 @@
 // at `kubectl apply`, what depends on other objects or on the chart:
 //
 //   - a release name another resource already owns or claims, or a
-//     release installed by hand (helmruntime.Preflight);
+//     release installed by hand (preflight.Preflight);
 //   - a spec the kind's chart does not render with, rendered exactly as
-//     the runtime would (helmruntime.Preflight);
+//     the runtime would (preflight.Preflight);
 //   - a CronScaler whose target another CronScaler or an HPA scales
 //     (cronscaler.TargetClaims);
 //   - a NamespaceTenant whose namespace another tenant claims
@@ -38,12 +38,12 @@ import (
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
-	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/preflight"
 )
 
 // Validator answers the admission requests of every kind of ours.
 type Validator struct {
-	Preflight *helmruntime.Preflight
+	Preflight *preflight.Preflight
 	Targets   cronscaler.TargetClaims
 	Tenants   tenant.NamespaceClaims
 }

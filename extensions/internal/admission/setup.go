@@ -22,7 +22,8 @@ import (
 
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
-	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/preflight"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // SetupWithManager adds the webhook server to mgr, and with CertsSelf the
@@ -41,12 +42,12 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
 	}
-	env := helmruntime.OSEnv()
+	env := watchconfig.OSEnv()
 	releaseNamespace := o.ReleaseNamespace
 	if releaseNamespace == "" {
-		releaseNamespace = helmruntime.ResolveReleaseNamespace(env)
+		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
 	}
-	preflight, err := helmruntime.NewPreflight(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace)
+	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}
@@ -78,7 +79,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	}
 	ns := o.Namespace
 	if ns == "" {
-		ns = helmruntime.ResolveReleaseNamespace(env)
+		ns = watchconfig.ResolveReleaseNamespace(env)
 	}
 	return setupSelfIssued(mgr, o, ns, srv, log)
 }

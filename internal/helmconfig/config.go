@@ -1,0 +1,125 @@
+// Package helmconfig builds the Helm action configurations of the runtime:
+// every change the operator makes to what the library hands Helm happens
+// here, in one builder, and not in the action path's layers.
+//
+//   - Release storage: Helm's Secrets driver in the release namespace,
+//     under a memo that reads each release's records once per action
+//     client (package helmstorage).
+//   - Kubernetes client: Helm's, in the release namespace, with waits that
+//     end when the reconcile's context ends and hooks bounded by a timeout
+//     (interruptible.go).
+//   - Capabilities: one view of the API server's version and APIs, shared
+//     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
+//   - Validation of rendered manifests: left to the API server
+//     (serverSideValidation).
+package helmconfig
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/helmstorage"
+)
+
+// Config is what the builder needs of one kind.
+type Config struct {
+	// REST and Mapper reach the API server.
+	REST   *rest.Config
+	Mapper meta.RESTMapper
+	// ReleaseNamespace picks the namespace of a resource's release: where
+	// its records are stored and what Helm installs into.
+	ReleaseNamespace helmclient.ObjectToStringMapper
+	// Capabilities is the view of the API server the kind's actions share.
+	Capabilities *Capabilities
+	// HookTimeout bounds Helm's waits that have no timeout of their own.
+	HookTimeout time.Duration
+}
+
+// NewActionClientGetter returns the library's action client getter of one
+// kind, its action configurations built as the package comment says. It
+// is the bottom of the kind's action path.
+func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
+	storage := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
+		StorageNamespaceMapper: c.ReleaseNamespace,
+	})
+	configGetter, err := helmclient.NewActionConfigGetter(c.REST, c.Mapper,
+		helmclient.ClientNamespaceMapper(c.ReleaseNamespace),
+		helmclient.StorageDriverMapper(func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+			d, err := storage(ctx, obj, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return helmstorage.NewMemo(d), nil
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action config getter: %w", err)
+	}
+	clientGetter, err := helmclient.NewActionClientGetter(&builder{inner: configGetter, c: c}, serverSideValidation()...)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action client getter: %w", err)
+	}
+	return clientGetter, nil
+}
+
+// builder completes the library's action configurations.
+type builder struct {
+	inner helmclient.ActionConfigGetter
+	c     Config
+}
+
+var _ helmclient.ActionConfigGetter = (*builder)(nil)
+
+// ActionConfigFor returns the action configuration of obj for one action
+// client: the shared capabilities, and a Kubernetes client whose waits end
+// with ctx (the reconcile's).
+func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
+	cfg, err := b.inner.ActionConfigFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, fmt.Errorf("get the discovery client: %w", err)
+	}
+	if cfg.Capabilities, err = b.c.Capabilities.Get(dc); err != nil {
+		return nil, fmt.Errorf("get the API server's capabilities: %w", err)
+	}
+	cfg.KubeClient = interruptible(ctx, cfg.KubeClient, b.c.HookTimeout)
+	return cfg, nil
+}
+
+// serverSideValidation are the action client options that leave the
+// validation of rendered manifests to the API server.
+//
+// With OpenAPI validation on (Helm's default), every install and upgrade
+// (dry-runs included) asks whether the API server supports the
+// fieldValidation query parameter for each kind in the manifest, and to
+// answer it fetches and parses the OpenAPI v3 document of each group
+// version, anew for every action: the largest share of the runtime's CPU
+// at scale (docs/benchmarks.md). Every API server since Kubernetes 1.27
+// answers yes, and then Helm skips its client-side validation and sends
+// the request without the parameter, so the server validates (unknown
+// fields: a warning, malformed objects: an error), exactly as it does when
+// the check is skipped. Only against older servers did the check lead to a
+// client-side schema validation.
+func serverSideValidation() []helmclient.ActionClientGetterOption {
+	return []helmclient.ActionClientGetterOption{
+		helmclient.AppendInstallOptions(func(i *action.Install) error {
+			i.DisableOpenAPIValidation = true
+			return nil
+		}),
+		helmclient.AppendUpgradeOptions(func(u *action.Upgrade) error {
+			u.DisableOpenAPIValidation = true
+			return nil
+		}),
+	}
+}

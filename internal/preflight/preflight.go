@@ -1,0 +1,358 @@
+// Package preflight is the admission render check of the sidecar's
+// webhook: before a custom resource is stored, it answers what the runtime
+// would answer once it reconciles it. It applies the runtime's own rules
+// (package release) and reads only; it does not import the runtime.
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/helmconfig"
+	"github.com/acme/platform-operator/internal/manifest"
+	"github.com/acme/platform-operator/internal/release"
+	"github.com/acme/platform-operator/internal/watchconfig"
+)
+
+// Preflight answers, before a custom resource is stored, what the runtime
+// would answer once it reconciles it: whether the resource's release
+// belongs to another resource, and whether its chart renders with its
+// spec. The validating admission webhook of the sidecar asks it, so that
+// `kubectl apply` fails at once instead of a status condition later; the
+// runtime's own checks (the ownership layer, the render on install) stay
+// the defence for what the webhook did not see.
+//
+// It reads only: release records and other custom resources through an
+// uncached reader, the objects a chart looks up through Helm's read-only
+// lookup client.
+type Preflight struct {
+	kinds    map[schema.GroupKind]*preflightKind
+	reader   client.Reader
+	cfg      *rest.Config
+	discover discovery.CachedDiscoveryInterface
+	caps     *helmconfig.Capabilities
+	renders  *renderCache
+}
+
+// preflightKind is one watches.yaml entry as the preflight sees it.
+type preflightKind struct {
+	watch         watchconfig.ResolvedWatch
+	selector      labels.Selector
+	clusterScoped bool
+	// releaseNamespace stores the releases of a cluster-scoped kind.
+	releaseNamespace string
+	chart            release.ChartDigest
+	values           release.Values
+	// renderMu serialises renders of charts with dependencies, which Helm
+	// enables and disables on the shared chart.
+	renderMu sync.Mutex
+}
+
+// New loads the charts of ws (as the runtime does, with the same
+// defaults) for the kinds the API server knows. Releases of cluster-scoped
+// kinds are looked for in releaseNamespace, as the runtime stores them.
+// reader must read from the API server, not from a cache.
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, releaseNamespace string) (*Preflight, error) {
+	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create discovery client: %w", err)
+	}
+	p := &Preflight{
+		kinds:    map[schema.GroupKind]*preflightKind{},
+		reader:   reader,
+		cfg:      cfg,
+		discover: memory.NewMemCacheClient(dc),
+		caps:     helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge),
+		renders:  newRenderCache(renderCacheSize),
+	}
+	for _, rw := range resolved {
+		clusterScoped, err := watchconfig.IsClusterScoped(mapper, rw.GVK)
+		if err != nil {
+			return nil, err
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&rw.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("selector of %s: %w", rw.GVK, err)
+		}
+		gvs, err := manifest.CompileGeneratedValues(rw.Chart)
+		if err != nil {
+			return nil, fmt.Errorf("generated values of %s: %w", rw.ChartPath, err)
+		}
+		k := &preflightKind{
+			watch: rw, selector: sel, clusterScoped: clusterScoped, chart: release.DigestChart(rw.Chart),
+			values: release.Values{Chart: rw.Chart, Overrides: rw.OverrideValues, Generated: gvs},
+		}
+		if clusterScoped {
+			k.releaseNamespace = releaseNamespace
+		}
+		p.kinds[rw.GVK.GroupKind()] = k
+	}
+	return p, nil
+}
+
+// Kinds lists the kinds the preflight checks, in a stable order.
+func (p *Preflight) Kinds() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(p.kinds))
+	for _, k := range p.kinds {
+		out = append(out, k.watch.GVK)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Check returns what the runtime would refuse about obj: a release of its
+// name that another resource owns or claims, or a spec its chart does not
+// render with. old is the stored object of an update, nil on create. An
+// error means the check itself could not be made.
+//
+// A resource the runtime does not reconcile (a kind without a watch, labels
+// outside the watch's selector) passes.
+func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, error) {
+	k, ok := p.kinds[obj.GroupVersionKind().GroupKind()]
+	if !ok || !k.selector.Matches(labels.Set(obj.GetLabels())) {
+		return nil, nil
+	}
+	ns := obj.GetNamespace()
+	if k.clusterScoped {
+		ns = k.releaseNamespace
+	}
+	name := obj.GetName()
+	namePath := field.NewPath("metadata", "name")
+	if invalid := release.CheckName(name, k.watch.GVK.Kind); invalid != nil {
+		return field.ErrorList{field.Invalid(namePath, name, invalid.Error())}, nil
+	}
+	claimant := release.OwnerOf(obj)
+	msg, err := p.otherClaim(ctx, k, claimant, ns)
+	if err != nil || msg != "" {
+		return forbidden(namePath, msg), err
+	}
+	if msg, err = p.releaseOwner(ctx, claimant, ns); err != nil || msg != "" {
+		return forbidden(namePath, msg), err
+	}
+	if err := p.render(ctx, k, name, ns, old != nil, obj); err != nil {
+		var refused *renderError
+		if errors.As(err, &refused) {
+			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil
+		}
+		return nil, err
+	}
+	return nil, nil
+}
+
+func forbidden(path *field.Path, msg string) field.ErrorList {
+	if msg == "" {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(path, msg)}
+}
+
+// otherClaim names the resource of another kind that claims the release
+// name in ns: it owns the release already, or will install it, or waits
+// for it.
+func (p *Preflight) otherClaim(ctx context.Context, self *preflightKind, claimant release.Owner, ns string) (string, error) {
+	for gk, k := range p.kinds {
+		if gk == claimant.GroupKind {
+			continue
+		}
+		key := client.ObjectKey{Namespace: ns, Name: claimant.Name}
+		if k.clusterScoped {
+			if k.releaseNamespace != ns {
+				continue
+			}
+			key.Namespace = ""
+		}
+		var other metav1.PartialObjectMetadata
+		other.SetGroupVersionKind(k.watch.GVK)
+		err := p.reader.Get(ctx, key, &other)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("look up %s %s: %w", gk.Kind, key, err)
+		}
+		owner := release.Owner{GroupKind: gk, Namespace: key.Namespace, Name: key.Name}
+		if other.GetDeletionTimestamp() != nil {
+			return fmt.Sprintf("release %s in namespace %s belongs to %s, which is being deleted; create this %s again once it is gone",
+				claimant.Name, ns, owner, self.watch.GVK.Kind), nil
+		}
+		return (&release.ConflictError{Release: claimant.Name, Namespace: ns, Owner: &owner, Claimant: self.watch.GVK.Kind}).Error(), nil
+	}
+	return "", nil
+}
+
+// releaseOwner judges the latest record of the release in ns the way the
+// ownership layer does, from the labels and owner reference of its storage
+// Secret: a record of another resource, or of a release installed by hand,
+// is a conflict; one of an earlier resource of the same kind and name is
+// adopted.
+func (p *Preflight) releaseOwner(ctx context.Context, claimant release.Owner, ns string) (string, error) {
+	var records metav1.PartialObjectMetadataList
+	records.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := p.reader.List(ctx, &records, client.InNamespace(ns),
+		client.MatchingLabels{"owner": "helm", "name": claimant.Name}); err != nil {
+		return "", fmt.Errorf("list the records of release %s/%s: %w", ns, claimant.Name, err)
+	}
+	latest := release.LatestRecord(records.Items)
+	if latest == nil {
+		return "", nil
+	}
+	rec, ok := release.RecordOwner(latest, ns, claimant)
+	conflict := &release.ConflictError{Release: claimant.Name, Namespace: ns, Claimant: claimant.GroupKind.Kind}
+	if release.Judge(rec, ok, claimant) == release.Foreign {
+		if ok {
+			conflict.Owner = &rec
+		}
+		return conflict.Error(), nil
+	}
+	return "", nil
+}
+
+// renderError is a chart that does not render with a resource's spec.
+type renderError struct {
+	chart string
+	err   error
+}
+
+func (e *renderError) Error() string {
+	return fmt.Sprintf("chart %s does not render with this spec: %v", e.chart, e.err)
+}
+
+func (e *renderError) Unwrap() error { return e.err }
+
+// render renders obj's chart with obj's spec the way an install (or, for
+// an update, an upgrade) would: the same override values and generated
+// values (a placeholder of the declared length, so that no generated
+// value can appear in an answer), the same checks of the chart's
+// kubeVersion and values schema, the same capabilities, and lookups
+// against the live cluster. Results of charts that do not look anything
+// up are remembered by release digest, name and namespace.
+func (p *Preflight) render(ctx context.Context, k *preflightKind, name, ns string, upgrade bool, obj *unstructured.Unstructured) error {
+	// The values the reconciler computes (release.Values), generated
+	// values filled with placeholders.
+	spec, _ := obj.Object["spec"].(map[string]interface{})
+	vals, err := k.values.Compute(spec, release.Placeholder)
+	if err != nil {
+		return &renderError{chart: k.watch.ChartPath, err: err}
+	}
+	caps, err := p.caps.Get(p.discover)
+	if err != nil {
+		return fmt.Errorf("discover the API server's capabilities: %w", err)
+	}
+	digest, cacheable, err := release.Digest(k.chart, vals, caps)
+	if err != nil {
+		return err
+	}
+	key := strings.Join([]string{digest, ns, name, strconv.FormatBool(upgrade)}, "\x00")
+	if cacheable {
+		if err, ok := p.renders.get(key); ok {
+			return err
+		}
+	}
+	err = p.renderChart(ctx, k, vals, chartutil.ReleaseOptions{
+		Name: name, Namespace: ns, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade,
+	}, caps)
+	if err != nil {
+		err = &renderError{chart: k.watch.ChartPath, err: err}
+	}
+	if cacheable {
+		p.renders.put(key, err)
+	}
+	return err
+}
+
+func (p *Preflight) renderChart(ctx context.Context, k *preflightKind, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) error {
+	chrt := k.watch.Chart
+	if v := chrt.Metadata.KubeVersion; v != "" && !chartutil.IsCompatibleRange(v, caps.KubeVersion.String()) {
+		return fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", v, caps.KubeVersion.String())
+	}
+	if len(chrt.Dependencies()) > 0 {
+		k.renderMu.Lock()
+		defer k.renderMu.Unlock()
+		if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
+			return err
+		}
+	}
+	top, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
+	if err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(p.cfg)
+	if deadline, ok := ctx.Deadline(); ok {
+		cfg.Timeout = time.Until(deadline)
+	}
+	files, err := engine.New(cfg).Render(chrt, top)
+	if err != nil {
+		return err
+	}
+	for f := range files {
+		if strings.HasSuffix(f, "NOTES.txt") {
+			delete(files, f)
+		}
+	}
+	_, _, err = releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	return err
+}
+
+// renderCacheSize bounds the remembered render results; an entry is a
+// digest and an error.
+const renderCacheSize = 4096
+
+// renderCache remembers render results, forgetting the oldest first.
+type renderCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]error
+	order []string
+}
+
+func newRenderCache(size int) *renderCache {
+	return &renderCache{max: size, m: map[string]error{}}
+}
+
+func (c *renderCache) get(key string) (error, bool) { //nolint:revive // the error is the cached value
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err, ok := c.m[key]
+	return err, ok
+}
+
+func (c *renderCache) put(key string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok {
+		return
+	}
+	if len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[key] = err
+	c.order = append(c.order, key)
+}
