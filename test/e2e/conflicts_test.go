@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // conflictWindow is how long the conflict tests watch that nothing moves:
@@ -35,12 +37,12 @@ type snapshot struct {
 
 func takeSnapshot(g Gomega, ns, name string) snapshot {
 	ctx := context.Background()
-	revs, err := releaseSecrets(ctx, ns, name)
+	revs, err := env.ReleaseRevisions(ctx, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
 	sts := &appsv1.StatefulSet{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, sts)).To(Succeed())
 	n, err := env.manager.metric("controller_runtime_reconcile_total", "controller=nginx-controller")
 	g.Expect(err).NotTo(HaveOccurred())
 	return snapshot{revisions: revs, deployment: string(dep.UID), database: string(sts.UID),
@@ -55,9 +57,9 @@ func TestReleaseNameConflict(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-release-conflict", "shop"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
-	out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+	out, err := env.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: WebApp
 metadata:
   name: shop
@@ -67,9 +69,9 @@ spec:
   deploymentTier: dev
 `, "apply", "-n", ns, "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
 
-	out, err = kubectlIn(`apiVersion: web.acme.com/v1alpha1
+	out, err = env.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: shop
@@ -80,17 +82,17 @@ spec:
 
 	want := "release shop in namespace " + ns + " belongs to WebApp " + ns + "/shop; rename this Nginx"
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, nginxGVK, ns, name)
+		cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(cr, "ReleaseFailed")
+		status, reason, msg := testkit.Condition(cr, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"), msg)
 		g.Expect(reason).To(Equal("ReleaseNameConflict"))
 		g.Expect(msg).To(Equal(want))
-		status, _, _ = condition(cr, "Deployed")
+		status, _, _ = testkit.Condition(cr, "Deployed")
 		g.Expect(status).NotTo(Equal("True"))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		out, err := kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.kind=Nginx,reason=ReleaseNameConflict", "-o", "jsonpath={.items[*].message}")
+		out, err := env.Kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.kind=Nginx,reason=ReleaseNameConflict", "-o", "jsonpath={.items[*].message}")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring(want))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
@@ -114,15 +116,15 @@ spec:
 	g.Expect(after.nginxReconciles - before.nginxReconciles).To(BeNumerically("<=", 1))
 
 	t.Log("deleting the Nginx leaves the WebApp's release alone")
-	out, err = kubectl("delete", "nginx", name, "-n", ns, "--wait=true", "--timeout=30s")
+	out, err = env.Kubectl("delete", "nginx", name, "-n", ns, "--wait=true", "--timeout=30s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	final := takeSnapshot(g, ns, name)
 	g.Expect(final.revisions).To(Equal(before.revisions))
 	g.Expect(final.deployment).To(Equal(before.deployment))
 	g.Expect(final.database).To(Equal(before.database))
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
 
-	out, err = kubectl("delete", "webapp", name, "-n", ns, "--wait=true", "--timeout=60s")
+	out, err = env.Kubectl("delete", "webapp", name, "-n", ns, "--wait=true", "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }
 
@@ -131,9 +133,9 @@ spec:
 func TestNameTooLongForARelease(t *testing.T) {
 	g := NewWithT(t)
 	const ns = "e2e-long-names"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	name := strings.Repeat("n", 60)
-	out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+	out, err := env.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: `+name+`
@@ -142,7 +144,7 @@ spec: {}
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("metadata.name"))
 	g.Expect(out).To(MatchRegexp(`at most \d+ characters`))
-	_, err = getCR(context.Background(), nginxGVK, ns, name)
+	_, err = env.Get(context.Background(), testkit.NginxGVK, ns, name)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 
@@ -150,10 +152,10 @@ spec: {}
 // window.
 func generationOver(g Gomega, obj client.Object, window time.Duration) (int64, int64) {
 	ctx := context.Background()
-	g.ExpectWithOffset(1, env.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	g.ExpectWithOffset(1, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 	before := obj.GetGeneration()
 	time.Sleep(window)
-	g.ExpectWithOffset(1, env.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	g.ExpectWithOffset(1, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 	return before, obj.GetGeneration()
 }
 
@@ -164,12 +166,11 @@ func expectHeld(t *testing.T, ns, name, reason, msg string) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	g.Eventually(func(g Gomega) {
-		status, got, m, err := readyOf(ctx, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
+		status, got, m := env.ConditionOf(g, testkit.CronScalerGVK, ns, name, "Ready")
 		g.Expect([]string{status, got}).To(Equal([]string{"False", reason}), m)
 		g.Expect(m).To(ContainSubstring(msg))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, name) }).
+	g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, name) }).
 		WithTimeout(10 * time.Second).Should(ContainElement(reason))
 }
 
@@ -180,21 +181,21 @@ func expectHeld(t *testing.T, ns, name, reason, msg string) {
 func TestCronScalerConflicts(t *testing.T) {
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-conflicts"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	window := conflictWindow()
 
 	t.Run("two CronScalers, one target", func(t *testing.T) {
 		g := NewWithT(t)
 		dep := newDeployment(ns, "web", 1)
-		g.Expect(env.client.Create(ctx, dep)).To(Succeed())
-		applyYAML(g, ns, cronScalerManifest("first", "apps/v1", "Deployment", "web",
+		g.Expect(env.Client.Create(ctx, dep)).To(Succeed())
+		env.ExpectApply(g, ns, cronScalerManifest("first", "apps/v1", "Deployment", "web",
 			[]cronJob{{"every-minute", "* * * * *", 3}}, ""))
 		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
 		// creationTimestamp has a resolution of one second: the second
 		// CronScaler must be younger for the rule to pick the first.
 		time.Sleep(1100 * time.Millisecond)
-		applyYAML(g, ns, cronScalerManifest("second", "apps/v1", "Deployment", "web",
+		env.ExpectApply(g, ns, cronScalerManifest("second", "apps/v1", "Deployment", "web",
 			[]cronJob{{"every-minute", "* * * * *", 1}}, ""))
 		expectHeld(t, ns, "second", "AmbiguousTarget", "CronScaler "+ns+"/first")
 
@@ -204,20 +205,19 @@ func TestCronScalerConflicts(t *testing.T) {
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(3)))
 
 		t.Log("the owner goes: the second takes over at once")
-		out, err := kubectl("delete", "cronscaler", "first", "-n", ns, "--wait=true", "--timeout=30s")
+		out, err := env.Kubectl("delete", "cronscaler", "first", "-n", ns, "--wait=true", "--timeout=30s")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(1)))
 		g.Eventually(func(g Gomega) {
-			status, reason, _, err := readyOf(ctx, ns, "second")
-			g.Expect(err).NotTo(HaveOccurred())
+			status, reason, _ := env.ConditionOf(g, testkit.CronScalerGVK, ns, "second", "Ready")
 			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
 	t.Run("replicas a chart still sets", func(t *testing.T) {
 		g := NewWithT(t)
-		out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+		out, err := env.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: charted
@@ -226,22 +226,20 @@ spec:
 `, "apply", "-n", ns, "-f", "-")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Eventually(func(g Gomega) {
-			cr, err := getCR(ctx, nginxGVK, ns, "charted")
-			g.Expect(err).NotTo(HaveOccurred())
-			status, _, msg := condition(cr, "Deployed")
+			status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, "charted", "Deployed")
 			g.Expect(status).To(Equal("True"), msg)
 		}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 		dep := &appsv1.Deployment{}
 		dep.Namespace, dep.Name = ns, "charted-nginx"
 
-		applyYAML(g, ns, cronScalerManifest("charted", "apps/v1", "Deployment", "charted-nginx",
+		env.ExpectApply(g, ns, cronScalerManifest("charted", "apps/v1", "Deployment", "charted-nginx",
 			[]cronJob{{"every-minute", "* * * * *", 4}}, ""))
 		expectHeld(t, ns, "charted", "ReplicasSetByChart", "Nginx "+ns+"/charted")
-		g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, "charted") }).
+		g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, "charted") }).
 			WithTimeout(10 * time.Second).Should(ContainElement("ReplicasSetByChart"))
 		var nginxEvents corev1.EventList
 		g.Eventually(func(g Gomega) {
-			g.Expect(env.client.List(ctx, &nginxEvents, client.InNamespace(ns))).To(Succeed())
+			g.Expect(env.Client.List(ctx, &nginxEvents, client.InNamespace(ns))).To(Succeed())
 			var onNginx []string
 			for _, e := range nginxEvents.Items {
 				if e.InvolvedObject.Kind == "Nginx" && e.Type == corev1.EventTypeWarning {
@@ -251,22 +249,21 @@ spec:
 			g.Expect(onNginx).NotTo(BeEmpty(), "the Nginx is told too")
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 
-		revs, err := releaseSecrets(ctx, ns, "charted")
+		revs, err := env.ReleaseRevisions(ctx, ns, "charted")
 		g.Expect(err).NotTo(HaveOccurred())
 		before, after := generationOver(g, dep, window)
 		t.Logf("over %s: Deployment generation %d -> %d, release revisions %d", window, before, after, len(revs))
 		g.Expect(after).To(Equal(before))
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(2)))
-		g.Expect(releaseSecrets(ctx, ns, "charted")).To(Equal(revs))
+		g.Expect(env.ReleaseRevisions(ctx, ns, "charted")).To(Equal(revs))
 
 		t.Log("handing the count over (externalReplicaControl) lets the CronScaler scale")
-		out, err = kubectl("patch", "nginx", "charted", "-n", ns, "--type=merge", "-p", `{"spec":{"externalReplicaControl":true}}`)
+		out, err = env.Kubectl("patch", "nginx", "charted", "-n", ns, "--type=merge", "-p", `{"spec":{"externalReplicaControl":true}}`)
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 			WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Equal(int32(4)))
 		g.Eventually(func(g Gomega) {
-			status, reason, _, err := readyOf(ctx, ns, "charted")
-			g.Expect(err).NotTo(HaveOccurred())
+			status, reason, _ := env.ConditionOf(g, testkit.CronScalerGVK, ns, "charted", "Ready")
 			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 		before, after = generationOver(g, dep, 5*time.Second)

@@ -14,9 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // How the CronScaler tests deal with time. They never wait for a real
@@ -28,8 +29,6 @@ import (
 // CronScaler controller's clock: the test puts the sidecar's "now" a few
 // seconds before (or after) a minute boundary M and schedules a job at M.
 // Everything else (API server, watches, RequeueAfter sleeping) is real.
-
-var cronScalerGVK = schema.GroupVersionKind{Group: "autoscaling.acme.com", Version: "v1alpha1", Kind: "CronScaler"}
 
 // cronJob is one entry of a CronScaler's spec.jobs.
 type cronJob struct {
@@ -108,7 +107,7 @@ func newHPA(ns, name, deployment string, min, max int32) *autoscalingv2.Horizont
 
 // specReplicas reads spec.replicas of a Deployment or StatefulSet.
 func specReplicas(ctx context.Context, obj client.Object) (int32, error) {
-	if err := env.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return -1, err
 	}
 	switch o := obj.(type) {
@@ -123,20 +122,10 @@ func specReplicas(ctx context.Context, obj client.Object) (int32, error) {
 // hpaBounds reads an HPA's minReplicas and maxReplicas.
 func hpaBounds(ctx context.Context, ns, name string) ([2]int32, error) {
 	h := &autoscalingv2.HorizontalPodAutoscaler{}
-	if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, h); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, h); err != nil {
 		return [2]int32{}, err
 	}
 	return [2]int32{kptr.Deref(h.Spec.MinReplicas, 1), h.Spec.MaxReplicas}, nil
-}
-
-// readyOf returns the Ready condition's status, reason and message.
-func readyOf(ctx context.Context, ns, name string) (string, string, string, error) {
-	cs, err := getCR(ctx, cronScalerGVK, ns, name)
-	if err != nil {
-		return "", "", "", err
-	}
-	s, r, m := condition(cs, "Ready")
-	return s, r, m, nil
 }
 
 // restartExtensionsAt restarts the sidecar with its CronScaler clock set so
@@ -164,19 +153,19 @@ func TestCronScalerScalesAndOwnsTheCount(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-owns"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	dep := newDeployment(ns, "web", 1)
-	g.Expect(env.client.Create(ctx, dep)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, dep)).To(Succeed())
 
 	t.Log("create: a job that fires every minute has always fired, so its count applies at once")
-	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
+	env.ExpectApply(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
 		[]cronJob{{"yearly", "@yearly", 1}, {"every-minute", "* * * * *", 3}}, ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
 	g.Eventually(func(g Gomega) {
-		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(cs, "Ready")
+		status, reason, msg := testkit.Condition(cs, "Ready")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("Scaled"))
 		g.Expect(msg).To(ContainSubstring("Deployment/web has 3 replicas"))
@@ -191,41 +180,40 @@ func TestCronScalerScalesAndOwnsTheCount(t *testing.T) {
 		g.Expect(jobs).To(HaveLen(2))
 		g.Expect(jobs[1]).To(And(HaveKeyWithValue("name", "every-minute"), HaveKey("lastScheduleTime"), HaveKey("nextScheduleTime")))
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, "web") }).
+	g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, "web") }).
 		WithTimeout(10 * time.Second).Should(ContainElement("Scaled"))
-	out, err := kubectl("get", "cronscalers", "-n", ns)
+	out, err := env.Kubectl("get", "cronscalers", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`NAME\s+TARGET\s+ACTIVE JOB\s+REPLICAS\s+NEXT FIRE\s+READY\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`web\s+web\s+every-minute\s+3\s+\d{4}-`))
-	out, err = kubectl("get", "cs", "-n", ns) // short name
+	out, err = env.Kubectl("get", "cs", "-n", ns) // short name
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	t.Log("drift: a count changed by hand is put back, like an HPA would")
 	driftBefore, err := env.extensions.metric("cronscaler_scales_total", "trigger=drift", "result=success")
 	g.Expect(err).NotTo(HaveOccurred())
-	out, err = kubectl("scale", "deployment/web", "-n", ns, "--replicas=6")
+	out, err = env.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=6")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(int32(3)))
-	g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, "web") }).
+	g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, "web") }).
 		WithTimeout(5 * time.Second).Should(ContainElement("DriftCorrected"))
 	g.Expect(env.extensions.metric("cronscaler_scales_total", "trigger=drift", "result=success")).To(BeNumerically(">", driftBefore))
 
 	t.Log("suspend: Ready=False/Suspended and a count changed by hand stays")
-	out, err = kubectl("patch", "cronscaler", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":true}}`)
+	out, err = env.Kubectl("patch", "cronscaler", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":true}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		status, reason, _, err := readyOf(ctx, ns, "web")
-		g.Expect(err).NotTo(HaveOccurred())
+		status, reason, _ := env.ConditionOf(g, testkit.CronScalerGVK, ns, "web", "Ready")
 		g.Expect([]string{status, reason}).To(Equal([]string{"False", "Suspended"}))
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	out, err = kubectl("scale", "deployment/web", "-n", ns, "--replicas=6")
+	out, err = env.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=6")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Consistently(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(Equal(int32(6)))
 
 	t.Log("unsuspend: the active job's count applies again at once")
-	out, err = kubectl("patch", "cronscaler", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	out, err = env.Kubectl("patch", "cronscaler", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
@@ -239,7 +227,7 @@ func TestCronScalerFiresOnSchedule(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-fires"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	// The sidecar's clock reads M-20s now; setup takes a few seconds (more
 	// on a loaded machine: the base job must be applied everywhere before M).
@@ -255,12 +243,12 @@ func TestCronScalerFiresOnSchedule(t *testing.T) {
 	sts := newStatefulSet(ns, "db", 1)
 	hpaDep := newDeployment(ns, "api", 1)
 	for _, o := range []client.Object{dep, sts, hpaDep, newHPA(ns, "api", "api", 1, 3)} {
-		g.Expect(env.client.Create(ctx, o)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
-	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", jobs(2, 4), ""))
-	applyYAML(g, ns, cronScalerManifest("db", "apps/v1", "StatefulSet", "db", jobs(2, 3), ""))
-	applyYAML(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", jobs(2, 5), ""))
-	applyYAML(g, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
+	env.ExpectApply(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", jobs(2, 4), ""))
+	env.ExpectApply(g, ns, cronScalerManifest("db", "apps/v1", "StatefulSet", "db", jobs(2, 3), ""))
+	env.ExpectApply(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", jobs(2, 5), ""))
+	env.ExpectApply(g, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: site-nginx
@@ -299,7 +287,7 @@ spec:
 	// The status and Event of a fire follow the scale once no reconcile
 	// has been in flight for a second (docs/cronscaler.md).
 	g.Eventually(func(g Gomega) {
-		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(And(
 			HaveKeyWithValue("activeJob", "up"),
@@ -308,21 +296,21 @@ spec:
 			// Next: the base job tomorrow, a minute before M.
 			HaveKeyWithValue("nextScheduleTime", m.Add(24*time.Hour-time.Minute).UTC().Format(time.RFC3339)),
 		))
-		g.Expect(eventReasons(ctx, ns, "api")).To(ContainElement("Scaled"))
+		g.Expect(env.EventReasons(ctx, ns, "api")).To(ContainElement("Scaled"))
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("the Nginx chart's CronScaler is part of the release and its Deployment has no chart-set replicas")
-	chartCS, err := getCR(ctx, cronScalerGVK, ns, "site-nginx")
+	chartCS, err := env.Get(ctx, testkit.CronScalerGVK, ns, "site-nginx")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(chartCS.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 
 	t.Log("upgrade the Nginx release: the count the CronScaler set stays")
-	out, err := kubectl("patch", "nginx", "site-nginx", "-n", ns, "--type=merge", "-p", `{"spec":{"podAnnotations":{"rollout":"2"}}}`)
+	out, err := env.Kubectl("patch", "nginx", "site-nginx", "-n", ns, "--type=merge", "-p", `{"spec":{"podAnnotations":{"rollout":"2"}}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(site), site)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(site), site)).To(Succeed())
 		g.Expect(site.Spec.Template.Annotations).To(HaveKeyWithValue("rollout", "2"))
-		g.Expect(releaseSecrets(ctx, ns, "site-nginx")).To(ContainElement("sh.helm.release.v1.site-nginx.v2"))
+		g.Expect(env.ReleaseRevisions(ctx, ns, "site-nginx")).To(ContainElement("sh.helm.release.v1.site-nginx.v2"))
 	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Consistently(func() (int32, error) { return specReplicas(ctx, site) }).
 		WithTimeout(3 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(3)))
@@ -352,14 +340,14 @@ func TestCronScalerCatchUpAfterRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-catchup"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	m := time.Now().Truncate(time.Minute).Add(10 * time.Minute)
 	restartExtensionsAt(t, m.Add(-30*time.Second))
 	defer restartExtensionsAt(t, time.Time{})
 
 	dep := newDeployment(ns, "web", 1)
-	g.Expect(env.client.Create(ctx, dep)).To(Succeed())
-	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
+	g.Expect(env.Client.Create(ctx, dep)).To(Succeed())
+	env.ExpectApply(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web",
 		[]cronJob{{"base", minuteCron(m.Add(-time.Minute)), 2}, {"missed", minuteCron(m), 5}}, ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(2)))
@@ -371,7 +359,7 @@ func TestCronScalerCatchUpAfterRestart(t *testing.T) {
 		WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(int32(5)))
 	t.Logf("missed job applied %s after the sidecar started", time.Since(started).Round(time.Millisecond))
 	g.Eventually(func(g Gomega) {
-		cs, err := getCR(ctx, cronScalerGVK, ns, "web")
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(And(
 			HaveKeyWithValue("activeJob", "missed"),
@@ -388,15 +376,15 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-restore"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	dep := newDeployment(ns, "web", 2)
 	hpaDep := newDeployment(ns, "api", 1)
 	for _, o := range []client.Object{dep, hpaDep, newHPA(ns, "api", "api", 1, 3)} {
-		g.Expect(env.client.Create(ctx, o)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
 	every := func(n int) []cronJob { return []cronJob{{"always", "* * * * *", n}} }
-	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), "restoreOnDelete: true"))
-	applyYAML(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", every(5), "restoreOnDelete: true"))
+	env.ExpectApply(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), "restoreOnDelete: true"))
+	env.ExpectApply(g, ns, cronScalerManifest("api", "autoscaling/v2", "HorizontalPodAutoscaler", "api", every(5), "restoreOnDelete: true"))
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(4)))
@@ -406,7 +394,7 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 		"web": {"autoscaling.acme.com/original-replicas": "2"},
 		"api": {"autoscaling.acme.com/original-replicas": "1", "autoscaling.acme.com/original-max-replicas": "3"},
 	} {
-		cs, err := getCR(ctx, cronScalerGVK, ns, name)
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.GetFinalizers()).To(ContainElement("autoscaling.acme.com/restore-replicas"), name)
 		for k, v := range want {
@@ -416,27 +404,27 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 
 	t.Log("delete: the originals come back, then the CronScalers go")
 	for _, name := range []string{"web", "api"} {
-		out, err := kubectl("delete", "cronscaler", name, "-n", ns, "--wait=false")
+		out, err := env.Kubectl("delete", "cronscaler", name, "-n", ns, "--wait=false")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(specReplicas(ctx, dep)).To(Equal(int32(2)))
 		g.Expect(hpaBounds(ctx, ns, "api")).To(Equal([2]int32{1, 3}))
 		for _, name := range []string{"web", "api"} {
-			_, err := getCR(ctx, cronScalerGVK, ns, name)
+			_, err := env.Get(ctx, testkit.CronScalerGVK, ns, name)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s still there: %v", name, err)
 		}
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Expect(eventReasons(ctx, ns, "web")).To(ContainElement("Restored"))
+	g.Expect(env.EventReasons(ctx, ns, "web")).To(ContainElement("Restored"))
 
 	t.Log("without restoreOnDelete there is no finalizer and the count stays")
-	applyYAML(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), ""))
+	env.ExpectApply(g, ns, cronScalerManifest("web", "apps/v1", "Deployment", "web", every(4), ""))
 	g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(4)))
-	cs, err := getCR(ctx, cronScalerGVK, ns, "web")
+	cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "web")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cs.GetFinalizers()).To(BeEmpty())
-	out, err := kubectl("delete", "cronscaler", "web", "-n", ns)
+	out, err := env.Kubectl("delete", "cronscaler", "web", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Consistently(func() (int32, error) { return specReplicas(ctx, dep) }).
 		WithTimeout(2 * time.Second).Should(Equal(int32(4)))
@@ -449,7 +437,7 @@ func TestCronScalerRestoreOnDelete(t *testing.T) {
 func TestCronScalerInvalidInputs(t *testing.T) {
 	ctx := context.Background()
 	const ns = "e2e-cronscaler-invalid"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	ok := []cronJob{{"a", "@daily", 1}}
 
 	refused := []struct {
@@ -484,10 +472,10 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 	for _, tc := range refused {
 		t.Run("refused/"+tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			out, err := kubectlIn(tc.manifest, "apply", "-n", ns, "-f", "-")
+			out, err := env.KubectlIn(tc.manifest, "apply", "-n", ns, "-f", "-")
 			g.Expect(err).To(HaveOccurred(), out)
 			g.Expect(out).To(ContainSubstring(tc.want))
-			_, getErr := getCR(ctx, cronScalerGVK, ns, tc.name)
+			_, getErr := env.Get(ctx, testkit.CronScalerGVK, ns, tc.name)
 			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue())
 		})
 	}
@@ -518,15 +506,14 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 	for _, tc := range reported {
 		t.Run("reported/"+tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			applyYAML(g, ns, tc.manifest)
+			env.ExpectApply(g, ns, tc.manifest)
 			g.Eventually(func(g Gomega) {
-				status, reason, msg, err := readyOf(ctx, ns, tc.name)
-				g.Expect(err).NotTo(HaveOccurred())
+				status, reason, msg := env.ConditionOf(g, testkit.CronScalerGVK, ns, tc.name, "Ready")
 				g.Expect(status).To(Equal("False"))
 				g.Expect(reason).To(Equal(tc.reason))
 				g.Expect(msg).To(ContainSubstring(tc.message))
 			}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-			g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, tc.name) }).
+			g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, tc.name) }).
 				WithTimeout(5 * time.Second).Should(ContainElement(tc.reason))
 		})
 	}
@@ -548,25 +535,23 @@ func TestCronScalerInvalidInputs(t *testing.T) {
 		// The Deployment watch notices the new target; no waiting for the
 		// backoff.
 		dep := newDeployment(ns, "ghost", 1)
-		g.Expect(env.client.Create(ctx, dep)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, dep)).To(Succeed())
 		g.Eventually(func() (int32, error) { return specReplicas(ctx, dep) }).
 			WithTimeout(3 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(int32(2)))
 		g.Eventually(func(g Gomega) {
-			status, reason, _, err := readyOf(ctx, ns, "missing-target")
-			g.Expect(err).NotTo(HaveOccurred())
+			status, reason, _ := env.ConditionOf(g, testkit.CronScalerGVK, ns, "missing-target", "Ready")
 			g.Expect([]string{status, reason}).To(Equal([]string{"True", "Scaled"}))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	t.Run("fixing the spec clears the error", func(t *testing.T) {
 		g := NewWithT(t)
-		out, err := kubectl("patch", "cronscaler", "unknown-zone", "-n", ns, "--type=merge", "-p", `{"spec":{"timeZone":"Europe/Berlin"}}`)
+		out, err := env.Kubectl("patch", "cronscaler", "unknown-zone", "-n", ns, "--type=merge", "-p", `{"spec":{"timeZone":"Europe/Berlin"}}`)
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		// The target "zone-web" does not exist in this namespace: now that the
 		// spec parses, the next problem is reported.
 		g.Eventually(func(g Gomega) {
-			_, reason, _, err := readyOf(ctx, ns, "unknown-zone")
-			g.Expect(err).NotTo(HaveOccurred())
+			_, reason, _ := env.ConditionOf(g, testkit.CronScalerGVK, ns, "unknown-zone", "Ready")
 			g.Expect(reason).To(Equal("TargetNotFound"))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})

@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // extensionsLease is the sidecar's default leader election Lease, the one
@@ -54,7 +56,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, tenant, tenantNS = "e2e-rel-ext-failover", "failover-tenant", "failover-tenant-ns"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	// The first delivery of the deleted event never gets an answer, so the
 	// leader is inside the delivery when it is killed; later ones succeed.
@@ -92,12 +94,12 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 	t.Logf("replica a leads (%s); replica b is on standby", leaderID)
 
 	for _, name := range []string{"steady", "late"} {
-		g.Expect(env.client.Create(ctx, newDeployment(ns, name, 1))).To(Succeed())
+		g.Expect(env.Client.Create(ctx, newDeployment(ns, name, 1))).To(Succeed())
 	}
 	base := cronJob{"base", minuteCron(m.Add(-time.Minute)), 2}
-	applyYAML(g, ns, cronScalerManifest("steady", "apps/v1", "Deployment", "steady",
+	env.ExpectApply(g, ns, cronScalerManifest("steady", "apps/v1", "Deployment", "steady",
 		[]cronJob{base, {"up", minuteCron(m), 4}}, ""))
-	applyYAML(g, ns, cronScalerManifest("late", "apps/v1", "Deployment", "late",
+	env.ExpectApply(g, ns, cronScalerManifest("late", "apps/v1", "Deployment", "late",
 		[]cronJob{base, {"late", minuteCron(m.Add(time.Minute)), 6}}, ""))
 	applyTenant(g, tenant, tenantNS, "")
 	waitDeployed(g, ctx, tenant)
@@ -109,7 +111,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		WithTimeout(time.Until(realM) + 5*time.Second).WithPolling(100 * time.Millisecond).Should(Equal(int32(4)))
 	var lastScale string
 	g.Eventually(func(g Gomega) {
-		cs, err := getCR(ctx, cronScalerGVK, ns, "steady")
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "steady")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("activeJob", "up"))
 		lastScale, _, _ = unstructured.NestedString(cs.Object, "status", "lastScaleTime")
@@ -124,7 +126,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("delete the tenant: the leader is stuck delivering its deleted event")
-	out, err := kubectl("delete", "namespacetenant", tenant, "--wait=false")
+	out, err := env.Kubectl("delete", "namespacetenant", tenant, "--wait=false")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() []webhookDelivery { return hook.of(tenant, "deleted") }).
 		WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(BeEmpty())
@@ -152,7 +154,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 		for msg, n := range lateEvents {
 			g.Expect(n).To(Equal(int32(1)), msg)
 		}
-		cs, err := getCR(ctx, cronScalerGVK, ns, "steady")
+		cs, err := env.Get(ctx, testkit.CronScalerGVK, ns, "steady")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs.Object["status"]).To(HaveKeyWithValue("lastScaleTime", lastScale))
 	}).WithTimeout(5 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
@@ -161,7 +163,7 @@ func TestReliabilityExtensionsFailover(t *testing.T) {
 
 	t.Log("the new leader delivers the deleted event again, with the same id, and the tenant goes")
 	g.Eventually(func() bool {
-		_, err := getCR(ctx, tenantGVK, "", tenant)
+		_, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", tenant)
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	deleted := hook.of(tenant, "deleted")

@@ -17,7 +17,7 @@ func TestDeployManifestsAccepted(t *testing.T) {
 		if dir == "config/samples" {
 			args = append(args, "-n", operatorNamespace)
 		}
-		out, err := kubectl(args...)
+		out, err := env.Kubectl(args...)
 		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", dir, out)
 		g.Expect(out).To(ContainSubstring("(server dry run)"))
 	}

@@ -15,41 +15,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
-
-var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
-
-// condition returns the status and reason of the CR's condition of type t.
-func condition(u *unstructured.Unstructured, t string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != t {
-			continue
-		}
-		status, _ = m["status"].(string)
-		reason, _ = m["reason"].(string)
-		message, _ = m["message"].(string)
-	}
-	return status, reason, message
-}
-
-// releaseSecrets lists the Helm release Secrets (one per revision) of a
-// release.
-func releaseSecrets(ctx context.Context, ns, release string) ([]string, error) {
-	var list corev1.SecretList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, s := range list.Items {
-		names = append(names, s.Name)
-	}
-	return names, nil
-}
 
 // TestNginxLifecycle walks one Nginx resource through its whole life as a
 // user sees it: apply, Available, upgrade, drift repair, operator restart,
@@ -58,67 +27,63 @@ func TestNginxLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-nginx-lifecycle", "nginx-sample"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	key := client.ObjectKey{Namespace: ns, Name: name}
 
-	out, err := kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx.yaml")
+	out, err := env.Kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	t.Log("create: the release is installed and the Deployment becomes Available with Running pods")
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, _ := condition(cr, "Deployed")
+		status, reason, _ := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("InstallSuccessful"))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
-		g.Expect(deploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(testkit.DeploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("nginxinc/nginx-unprivileged:1.27.3-alpine"))
 	g.Expect(dep.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 
 	var pods corev1.PodList
-	g.Expect(env.client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name})).To(Succeed())
+	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(2))
 	for _, p := range pods.Items {
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
 	}
-	g.Expect(env.client.Get(ctx, key, &corev1.Service{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, &corev1.Service{})).To(Succeed())
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.client.Get(ctx, key, cm)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, cm)).To(Succeed())
 	g.Expect(cm.Data).NotTo(BeEmpty())
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
 
 	t.Log("edit the spec: Helm upgrade to revision 2, the Deployment follows")
-	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3,"image":{"tag":"1.27.2-alpine"}}}`)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3,"image":{"tag":"1.27.2-alpine"}}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("nginxinc/nginx-unprivileged:1.27.2-alpine"))
-		cr, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		_, reason, _ := condition(cr, "Deployed")
+		_, reason, _ := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(reason).To(Equal("UpgradeSuccessful"))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ContainElement("sh.helm.release.v1." + name + ".v2"))
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ContainElement("sh.helm.release.v1." + name + ".v2"))
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
-		g.Expect(deploymentAvailable(dep)).To(BeTrue(), func() string { return rolloutSummary(ctx, dep) })
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(testkit.DeploymentAvailable(dep)).To(BeTrue(), func() string { return rolloutSummary(ctx, dep) })
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 	t.Log("drift: a deleted Deployment is recreated within 5 s")
 	oldUID := dep.UID
-	g.Expect(env.client.Delete(ctx, dep)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, dep)).To(Succeed())
 	deleted := time.Now()
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(d.UID).NotTo(Equal(oldUID))
 		g.Expect(d.DeletionTimestamp).To(BeNil())
 	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
@@ -127,20 +92,20 @@ func TestNginxLifecycle(t *testing.T) {
 	t.Log("drift: an image changed by hand is reverted")
 	g.Eventually(func() error {
 		d := &appsv1.Deployment{}
-		if err := env.client.Get(ctx, key, d); err != nil {
+		if err := env.Client.Get(ctx, key, d); err != nil {
 			return err
 		}
 		d.Spec.Template.Spec.Containers[0].Image = "registry.invalid/hand-edited:latest"
-		return env.client.Update(ctx, d)
+		return env.Client.Update(ctx, d)
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginxinc/nginx-unprivileged:1.27.2-alpine"))
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("restart the operator with no spec change: no new release revision")
-	before, err := releaseSecrets(ctx, ns, name)
+	before, err := env.ReleaseRevisions(ctx, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.manager.stop()).To(Succeed())
 	g.Expect(env.manager.start()).To(Succeed())
@@ -150,24 +115,24 @@ func TestNginxLifecycle(t *testing.T) {
 		return env.manager.metric("controller_runtime_reconcile_total", "controller=nginx-controller")
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeNumerically(">=", 1))
 	g.Consistently(func() ([]string, error) {
-		return releaseSecrets(ctx, ns, name)
+		return env.ReleaseRevisions(ctx, ns, name)
 	}).WithTimeout(3 * time.Second).Should(ConsistOf(before))
-	cr, err := getCR(ctx, nginxGVK, ns, name)
+	cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
-	status, _, _ := condition(cr, "Deployed")
+	status, _, _ := testkit.Condition(cr, "Deployed")
 	g.Expect(status).To(Equal("True"))
 
 	t.Log("delete the resource: every release object and the release Secrets go")
-	out, err = kubectl("delete", "nginx", name, "-n", ns, "--timeout=60s")
+	out, err = env.Kubectl("delete", "nginx", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		_, err := getCR(ctx, nginxGVK, ns, name)
+		_, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nginx still there: %v", err)
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
-			err := env.client.Get(ctx, key, obj)
+			err := env.Client.Get(ctx, key, obj)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T still there", obj)
 		}
-		g.Expect(releaseSecrets(ctx, ns, name)).To(BeEmpty())
+		g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(BeEmpty())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
@@ -176,7 +141,7 @@ func TestNginxLifecycle(t *testing.T) {
 func TestNginxInvalidSpecsRefused(t *testing.T) {
 	ctx := context.Background()
 	const ns = "e2e-nginx-invalid"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	cases := []struct {
 		name string // resource name, unique per case
@@ -198,11 +163,11 @@ func TestNginxInvalidSpecsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectRefusedAtApply(t, nginxGVK, ns, tc.name, tc.spec, tc.want)
+			expectRefusedAtApply(t, testkit.NginxGVK, ns, tc.name, tc.spec, tc.want)
 		})
 	}
 	var deps appsv1.DeploymentList
-	NewWithT(t).Expect(env.client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
+	NewWithT(t).Expect(env.Client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
 	NewWithT(t).Expect(deps.Items).To(BeEmpty())
 }
 
@@ -213,14 +178,12 @@ func TestNginxFullSample(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-nginx-full", "nginx-full"
-	createNamespace(t, ns)
-	out, err := kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx_full.yaml")
+	env.CreateNamespace(t, ns)
+	out, err := env.Kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx_full.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, _, msg := condition(cr, "Deployed")
+		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
@@ -230,31 +193,31 @@ func TestNginxFullSample(t *testing.T) {
 		&networkingv1.Ingress{}, &policyv1.PodDisruptionBudget{}, &autoscalingv2.HorizontalPodAutoscaler{},
 		&networkingv1.NetworkPolicy{},
 	} {
-		g.Expect(env.client.Get(ctx, key, obj)).To(Succeed(), "%T %s", obj, key)
+		g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed(), "%T %s", obj, key)
 	}
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(dep.Spec.Template.Spec.Containers).To(HaveLen(2), "nginx and the metrics exporter")
 
 	// The HPA owns the replica count: a scale by hand (as the HPA would do)
 	// is not reverted by the operator.
 	scaled := dep.DeepCopy()
 	scaled.Spec.Replicas = ptr.To(int32(4))
-	g.Expect(env.client.Patch(ctx, scaled, client.MergeFrom(dep))).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, scaled, client.MergeFrom(dep))).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(4)))
 	}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.client.Get(ctx, key, cm)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, cm)).To(Succeed())
 	var conf strings.Builder
 	for _, v := range cm.Data {
 		conf.WriteString(v)
 	}
 	g.Expect(conf.String()).To(ContainSubstring("hello from nginx-full"))
 
-	out, err = kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx_full.yaml", "--timeout=60s")
+	out, err = env.Kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_nginx_full.yaml", "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }

@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // readyObservedGeneration returns the observedGeneration of the CR's Ready
@@ -28,14 +30,10 @@ func readyObservedGeneration(u *unstructured.Unstructured) int64 {
 }
 
 // rolledOut reports whether dep has rolled out its current generation:
-// every replica updated and available.
+// the controller has seen exactly that generation (not merely one at
+// least as new), and every replica is updated and available.
 func rolledOut(dep *appsv1.Deployment) bool {
-	want := int32(1)
-	if dep.Spec.Replicas != nil {
-		want = *dep.Spec.Replicas
-	}
-	return dep.Status.ObservedGeneration == dep.Generation && dep.Status.UpdatedReplicas == want &&
-		dep.Status.AvailableReplicas == want && dep.Status.Replicas == want
+	return dep.Status.ObservedGeneration == dep.Generation && testkit.DeploymentAvailable(dep)
 }
 
 // TestReadyWithKubectlWait is what a script or a CI job does: `kubectl
@@ -46,58 +44,56 @@ func TestReadyWithKubectlWait(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-ready", "ready-nginx" // the chart names its objects after a release whose name contains "nginx"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	key := client.ObjectKey{Namespace: ns, Name: name}
 
-	applyCR(g, nginxGVK, ns, name, `replicaCount: 2`)
+	applyCR(g, testkit.NginxGVK, ns, name, `replicaCount: 2`)
 	start := time.Now()
-	out, err := kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
+	out, err := env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Logf("kubectl wait --for=condition=Ready returned %s after the apply", time.Since(start).Round(time.Millisecond))
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(rolledOut(dep)).To(BeTrue(), "Ready before the Deployment rolled out: %+v", dep.Status)
-	cr, err := getCR(ctx, nginxGVK, ns, name)
+	cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readyObservedGeneration(cr)).To(Equal(cr.GetGeneration()))
 
-	out, err = kubectl("get", "nginx", name, "-n", ns)
+	out, err = env.Kubectl("get", "nginx", name, "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(ContainElement("READY"), out)
 
 	t.Log("edit the spec, then wait at once: the wait is for generation 2")
-	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":4}}`)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":4}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	start = time.Now()
-	out, err = kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Logf("kubectl wait returned %s after the spec edit", time.Since(start).Round(time.Millisecond))
-	cr, err = getCR(ctx, nginxGVK, ns, name)
+	cr, err = env.Get(ctx, testkit.NginxGVK, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cr.GetGeneration()).To(BeEquivalentTo(2))
 	g.Expect(readyObservedGeneration(cr)).To(BeEquivalentTo(2))
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(4)))
 	g.Expect(rolledOut(dep)).To(BeTrue(), "Ready before the new generation rolled out: %+v", dep.Status)
 
 	t.Log("delete the Deployment: Ready goes False, then True once the recreated one is available")
-	g.Expect(env.client.Delete(ctx, dep)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, dep)).To(Succeed())
 	deleted := time.Now()
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(cr, "Ready")
+		status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Ready")
 		g.Expect(status).To(Equal("False"))
 		g.Expect(reason).To(Equal("Progressing"))
 		g.Expect(msg).To(ContainSubstring("Deployment " + name))
 	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 	t.Logf("Ready=False %s after the Deployment was deleted", time.Since(deleted).Round(time.Millisecond))
-	out, err = kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Logf("Ready=True again %s after the deletion", time.Since(deleted).Round(time.Millisecond))
-	g.Eventually(func() ([]string, error) { return eventReasons(ctx, ns, name) }).
+	g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, name) }).
 		WithTimeout(10*time.Second).Should(ContainElements("Ready", "NotReady"), "a Normal Ready and a Warning NotReady Event")
-	warnings, count, err := warningEvents(ctx, ns, name, "NotReady")
+	warnings, count, err := env.WarningEvents(ctx, ns, name, "NotReady")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(count).To(BeNumerically("==", 1), fmt.Sprintf("one NotReady event (for the deletion; a spec edit is no warning), no storm: %v", warnings))
 }

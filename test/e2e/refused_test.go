@@ -7,9 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // expectRefusedAtApply applies a resource of gvk named name in namespace ns
@@ -21,11 +19,9 @@ func expectRefusedAtApply(t *testing.T, gvk schema.GroupVersionKind, ns, name, s
 	g := NewWithT(t)
 	manifest := fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  %s\n",
 		gvk.GroupVersion(), gvk.Kind, name, ns, spec)
-	out, err := kubectlIn(manifest, "apply", "-f", "-")
+	out, err := env.KubectlIn(manifest, "apply", "-f", "-")
 	g.Expect(err).To(HaveOccurred(), "kubectl apply accepted an invalid spec: %s", out)
 	g.Expect(out).To(ContainSubstring(want))
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	getErr := env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	_, getErr := env.Get(context.Background(), gvk, ns, name)
 	g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue(), "the invalid resource exists")
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // The reliability tests of the Helm runtime use a test-only kind, HoldHook
@@ -44,10 +46,10 @@ func setupHoldHook(t *testing.T) {
 	var out string
 	setupHoldHookOnce.Do(func() {
 		dir := filepath.Join("test", "e2e", "testdata", "reliability")
-		if out, err = kubectl("apply", "-f", filepath.Join(dir, "crd.yaml"), "-f", filepath.Join(dir, "rbac.yaml")); err != nil {
+		if out, err = env.Kubectl("apply", "-f", filepath.Join(dir, "crd.yaml"), "-f", filepath.Join(dir, "rbac.yaml")); err != nil {
 			return
 		}
-		out, err = kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd/holdhooks.reliability.test.acme.com")
+		out, err = env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd/holdhooks.reliability.test.acme.com")
 	})
 	if err != nil {
 		t.Fatalf("installing the HoldHook kind: %v\n%s", err, out)
@@ -87,7 +89,7 @@ func killProcess(p *operatorProcess) {
 // by revision, read from Helm's release Secrets.
 func releaseHistory(ctx context.Context, ns, release string) (map[int]string, error) {
 	var list corev1.SecretList
-	if err := env.client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+	if err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
 		return nil, err
 	}
 	out := map[int]string{}
@@ -127,7 +129,7 @@ func describeHistory(history map[int]string) string {
 // container would when it finishes; Helm's wait for the hook then ends.
 func completeHoldHooks(ctx context.Context, ns string) error {
 	var pods corev1.PodList
-	if err := env.client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"reliability.acme.com/hold-hook": "true"}); err != nil {
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"reliability.acme.com/hold-hook": "true"}); err != nil {
 		return err
 	}
 	for i := range pods.Items {
@@ -136,7 +138,7 @@ func completeHoldHooks(ctx context.Context, ns string) error {
 			continue
 		}
 		p.Status.Phase = corev1.PodSucceeded
-		if err := env.client.Status().Update(ctx, p); err != nil {
+		if err := env.Client.Status().Update(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -146,7 +148,7 @@ func completeHoldHooks(ctx context.Context, ns string) error {
 // holdHookMessage returns the message the release's ConfigMap serves.
 func holdHookMessage(ctx context.Context, ns, name string) (string, error) {
 	var cm corev1.ConfigMap
-	if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-holdhook"}, &cm); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-holdhook"}, &cm); err != nil {
 		return "", err
 	}
 	return cm.Data["message"], nil
@@ -161,9 +163,7 @@ func expectHoldHookConverged(t *testing.T, ns, name, message string, timeout tim
 	start := time.Now()
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(completeHoldHooks(ctx, ns)).To(Succeed())
-		u, err := getCR(ctx, holdHookGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, _, msg := condition(u, "Deployed")
+		status, _, msg := env.ConditionOf(g, holdHookGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"), msg)
 		h, err := releaseHistory(ctx, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -199,7 +199,7 @@ func TestReliabilityKillMidAction(t *testing.T) {
 	ctx := context.Background()
 	setupHoldHook(t)
 	const ns, lease = "e2e-rel-kill", "reliability-kill.acme.com"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	first := startHoldHookManager(t, "first", lease)
 
 	t.Log("a release is installed at v1")
@@ -243,15 +243,13 @@ func TestReliabilityKillMidAction(t *testing.T) {
 
 	t.Log("the Recovered condition and a Warning Event say what happened; the stale revision is kept as failed")
 	for name, state := range map[string]string{"upgraded": "pending-upgrade", "installed": "pending-install"} {
-		u, err := getCR(ctx, holdHookGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(u, "Recovered")
+		status, reason, msg := env.ConditionOf(g, holdHookGVK, ns, name, "Recovered")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("PendingReleaseUnlocked"))
 		g.Expect(msg).To(ContainSubstring("left " + state))
 		g.Expect(msg).To(ContainSubstring("before this process became the leader"))
 		t.Logf("%s Recovered: %s", name, msg)
-		g.Eventually(func() ([]string, error) { return eventsWithReason(ctx, ns, name, "PendingReleaseUnlocked") }).
+		g.Eventually(func() ([]string, error) { return env.EventsWithReason(ctx, ns, name, "PendingReleaseUnlocked") }).
 			WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("Warning: Unlocked: ")))
 		h, err := releaseHistory(ctx, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -278,7 +276,7 @@ func TestReliabilityGracefulShutdown(t *testing.T) {
 	ctx := context.Background()
 	setupHoldHook(t)
 	const ns, lease = "e2e-rel-sigterm", "reliability-sigterm.acme.com"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	first := startHoldHookManager(t, "first", lease)
 
 	applyCR(g, holdHookGVK, ns, "upgraded", "message: v1")
@@ -365,30 +363,28 @@ func TestReliabilityChartRejectsValues(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-rel-bad-values", "clash"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	t.Log("the schema accepts the spec; the chart refuses it")
-	applyCR(g, nginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8080")
+	applyCR(g, testkit.NginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8080")
 	g.Eventually(func(g Gomega) {
-		u, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(u, "ReleaseFailed")
+		status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("InstallError"))
 		g.Expect(msg).To(ContainSubstring("containerPort and statusPort must differ"))
-		msgs, _, err := warningEvents(ctx, ns, name, "InstallFailed")
+		msgs, _, err := env.WarningEvents(ctx, ns, name, "InstallFailed")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(msgs).To(ContainElement(ContainSubstring("containerPort and statusPort must differ")))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	g.Expect(releaseSecrets(ctx, ns, name)).To(BeEmpty())
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(BeEmpty())
 
 	window := retryWindow()
 	t.Logf("retries are counted for %s", window)
 	start := time.Now()
-	_, before, err := warningEvents(ctx, ns, name, "InstallFailed")
+	_, before, err := env.WarningEvents(ctx, ns, name, "InstallFailed")
 	g.Expect(err).NotTo(HaveOccurred())
 	time.Sleep(window)
-	_, after, err := warningEvents(ctx, ns, name, "InstallFailed")
+	_, after, err := env.WarningEvents(ctx, ns, name, "InstallFailed")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("failed attempts: %d before the window, %d in total after %s (bound for this window: %d)",
 		before, after, time.Since(start).Round(time.Second), maxRetries(window+30*time.Second))
@@ -398,14 +394,14 @@ func TestReliabilityChartRejectsValues(t *testing.T) {
 
 	t.Log("fixing the spec deploys the release in the reconcile the edit triggers")
 	fixed := time.Now()
-	applyCR(g, nginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8081")
+	applyCR(g, testkit.NginxGVK, ns, name, "containerPort: 8080\nstatusPort: 8081")
 	g.Eventually(func(g Gomega) {
-		u, err := getCR(ctx, nginxGVK, ns, name)
+		u, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, _ := condition(u, "Deployed")
+		status, reason, _ := testkit.Condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("InstallSuccessful"))
-		status, _, _ = condition(u, "ReleaseFailed")
+		status, _, _ = testkit.Condition(u, "ReleaseFailed")
 		g.Expect(status).To(Equal("False"))
 	}).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	t.Logf("Deployed %s after the fix", time.Since(fixed).Round(100*time.Millisecond))
@@ -420,26 +416,24 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-rel-rollback", "nginx-web" // names with "nginx" name the Deployment alike
-	createNamespace(t, ns)
-	applyCR(g, nginxGVK, ns, name, "replicaCount: 1")
+	env.CreateNamespace(t, ns)
+	applyCR(g, testkit.NginxGVK, ns, name, "replicaCount: 1")
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-		g.Expect(deploymentAvailable(dep)).To(BeTrue())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(testkit.DeploymentAvailable(dep)).To(BeTrue())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	servingPods := podNames(g, ns, name)
 
 	t.Log("an upgrade the API server refuses is rolled back")
-	applyCR(g, nginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: \"not a valid label value!\"")
+	applyCR(g, testkit.NginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: \"not a valid label value!\"")
 	g.Eventually(func(g Gomega) {
-		u, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(u, "ReleaseFailed")
+		status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("UpgradeError"))
 		g.Expect(msg).To(ContainSubstring("rolled back to the last deployed revision"))
 		t.Logf("ReleaseFailed: %s", msg)
-		msgs, _, err := warningEvents(ctx, ns, name, "UpgradeFailed")
+		msgs, _, err := env.WarningEvents(ctx, ns, name, "UpgradeFailed")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(msgs).To(ContainElement(ContainSubstring("rolled back")))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
@@ -453,22 +447,22 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	g.Expect(h[3]).To(Equal("deployed"), "the rollback revision")
 
 	t.Log("the previous Deployment keeps serving, unchanged")
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-	g.Expect(deploymentAvailable(dep)).To(BeTrue())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+	g.Expect(testkit.DeploymentAvailable(dep)).To(BeTrue())
 	g.Expect(dep.Spec.Template.Labels).NotTo(HaveKey("team"))
 	g.Expect(podNames(g, ns, name)).To(Equal(servingPods), "the pods were replaced")
 
 	t.Log("fixing the spec upgrades the release")
-	applyCR(g, nginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: web")
+	applyCR(g, testkit.NginxGVK, ns, name, "replicaCount: 1\npodLabels:\n  team: web")
 	g.Eventually(func(g Gomega) {
-		u, err := getCR(ctx, nginxGVK, ns, name)
+		u, err := env.Get(ctx, testkit.NginxGVK, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, _ := condition(u, "Deployed")
+		status, reason, _ := testkit.Condition(u, "Deployed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("UpgradeSuccessful"))
-		status, _, _ = condition(u, "ReleaseFailed")
+		status, _, _ = testkit.Condition(u, "ReleaseFailed")
 		g.Expect(status).To(Equal("False"))
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Labels).To(HaveKeyWithValue("team", "web"))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
@@ -480,38 +474,34 @@ func TestReliabilityRapidEdits(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name, edits = "e2e-rel-rapid", "nginx-rapid", 50
-	createNamespace(t, ns)
-	applyCR(g, nginxGVK, ns, name, "replicaCount: 1")
+	env.CreateNamespace(t, ns)
+	applyCR(g, testkit.NginxGVK, ns, name, "replicaCount: 1")
 	g.Eventually(func(g Gomega) {
-		u, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, _, _ := condition(u, "Deployed")
+		status, _, _ := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	start := time.Now()
 	for i := 1; i <= edits; i++ {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(nginxGVK)
+		u.SetGroupVersionKind(testkit.NginxGVK)
 		u.SetNamespace(ns)
 		u.SetName(name)
 		patch := fmt.Sprintf(`{"spec":{"podAnnotations":{"edit":"%d"}}}`, i)
-		g.Expect(env.client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		g.Expect(env.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 	}
 	t.Logf("%d edits applied in %s", edits, time.Since(start).Round(time.Millisecond))
 
 	want := strconv.Itoa(edits)
 	g.Eventually(func(g Gomega) {
 		dep := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue("edit", want))
 		h, err := releaseHistory(ctx, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, latest := latestRevision(h)
 		g.Expect(latest).To(Equal("deployed"))
-		u, err := getCR(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, _, _ := condition(u, "Deployed")
+		status, _, _ := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"))
 	}).WithTimeout(120 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	h, err := releaseHistory(ctx, ns, name)
@@ -519,7 +509,7 @@ func TestReliabilityRapidEdits(t *testing.T) {
 	latest, _ := latestRevision(h)
 	t.Logf("converged %s after the first edit: %d revisions made, %d stored", time.Since(start).Round(100*time.Millisecond), latest, len(h))
 	g.Expect(len(h)).To(BeNumerically("<=", 10))
-	secrets, err := releaseSecrets(ctx, ns, name)
+	secrets, err := env.ReleaseRevisions(ctx, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(len(secrets)).To(BeNumerically("<=", 10))
 
@@ -528,7 +518,7 @@ func TestReliabilityRapidEdits(t *testing.T) {
 // podNames returns the names of the running pods of an Nginx release.
 func podNames(g Gomega, ns, release string) []string {
 	var pods corev1.PodList
-	g.Expect(env.client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": release})).To(Succeed())
+	g.Expect(env.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": release})).To(Succeed())
 	var names []string
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
@@ -547,7 +537,7 @@ func podNames(g Gomega, ns, release string) []string {
 func TestReliabilityInvalidInputCorpus(t *testing.T) {
 	ctx := context.Background()
 	const ns = "e2e-rel-corpus"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	const (
 		nginx    = "apiVersion: web.acme.com/v1alpha1\nkind: Nginx"
 		webapp   = "apiVersion: web.acme.com/v1alpha1\nkind: WebApp"
@@ -626,7 +616,7 @@ func TestReliabilityInvalidInputCorpus(t *testing.T) {
 			if tc.kind == tenant {
 				manifest = fmt.Sprintf("%s\nmetadata: {name: %q}\nspec: {%s}\n", tc.kind, tc.name, tc.spec)
 			}
-			out, err := kubectlIn(manifest, "apply", "-f", "-")
+			out, err := env.KubectlIn(manifest, "apply", "-f", "-")
 			g.Expect(err).To(HaveOccurred(), "kubectl apply accepted an invalid spec: %s", out)
 			g.Expect(out).To(ContainSubstring(tc.want))
 			g.Expect(out).NotTo(ContainSubstring("created"))
@@ -639,7 +629,7 @@ func TestReliabilityInvalidInputCorpus(t *testing.T) {
 	waitDeployed(g, ctx, "t-immutable")
 	h, err := releaseHistory(ctx, operatorNamespace, "t-immutable")
 	g.Expect(err).NotTo(HaveOccurred())
-	out, err := kubectl("patch", "nt", "t-immutable", "--type=merge", "-p", `{"spec":{"namespaceName":"e2e-rel-other"}}`)
+	out, err := env.Kubectl("patch", "nt", "t-immutable", "--type=merge", "-p", `{"spec":{"namespaceName":"e2e-rel-other"}}`)
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("spec.namespaceName"))
 	g.Consistently(func() (map[int]string, error) { return releaseHistory(ctx, operatorNamespace, "t-immutable") }).
@@ -651,24 +641,23 @@ func TestReliabilityInvalidInputCorpus(t *testing.T) {
 	for _, tc := range cases {
 		names[tc.name] = true
 	}
-	for _, gvk := range []schema.GroupVersionKind{nginxGVK,
+	for _, gvk := range []schema.GroupVersionKind{testkit.NginxGVK,
 		{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"},
 		{Group: "tenancy.acme.com", Version: "v1alpha1", Kind: "NamespaceTenant"},
 		{Group: "autoscaling.acme.com", Version: "v1alpha1", Kind: "CronScaler"}} {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		g.Expect(env.client.List(ctx, list)).To(Succeed())
-		for _, item := range list.Items {
+		items, err := env.List(ctx, gvk, "")
+		g.Expect(err).To(Succeed())
+		for _, item := range items {
 			g.Expect(names).NotTo(HaveKey(item.GetName()), "%s %s exists", gvk.Kind, item.GetName())
 		}
 	}
 	var secrets corev1.SecretList
-	g.Expect(env.client.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	g.Expect(env.Client.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
 	for _, s := range secrets.Items {
 		g.Expect(names).NotTo(HaveKey(s.Labels["name"]), "release Secret %s/%s", s.Namespace, s.Name)
 	}
 	var events corev1.EventList
-	g.Expect(env.client.List(ctx, &events)).To(Succeed())
+	g.Expect(env.Client.List(ctx, &events)).To(Succeed())
 	for _, e := range events.Items {
 		g.Expect(names).NotTo(HaveKey(e.InvolvedObject.Name), "Event %s: %s", e.Reason, e.Message)
 	}
@@ -678,7 +667,7 @@ func TestReliabilityInvalidInputCorpus(t *testing.T) {
 // the operator's namespace, "" when there is none.
 func leaseHolder(ctx context.Context, name string) (string, error) {
 	var l coordinationv1.Lease
-	if err := env.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &l); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &l); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	if l.Spec.HolderIdentity == nil {
@@ -724,7 +713,7 @@ func TestReliabilityManagerFailover(t *testing.T) {
 	ctx := context.Background()
 	setupHoldHook(t)
 	const ns, lease = "e2e-rel-failover", "reliability-failover.acme.com"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	leader := startHoldHookManager(t, "a", lease)
 	leaderID := awaitLeader(g, lease)
@@ -772,7 +761,7 @@ func TestReliabilityOutage(t *testing.T) {
 		t.Run(component, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := "e2e-rel-outage-" + component
-			createNamespace(t, ns)
+			env.CreateNamespace(t, ns)
 			runtime := startHoldHookManager(t, "outage", "reliability-outage-"+component+".acme.com")
 			applyCR(g, holdHookGVK, ns, "steady", "message: v1")
 			expectHoldHookConverged(t, ns, "steady", "v1", 60*time.Second)
@@ -790,7 +779,7 @@ func TestReliabilityOutage(t *testing.T) {
 			back := time.Now()
 			t.Logf("%s was down for %s", component, back.Sub(stopped).Round(100*time.Millisecond))
 			if component == "etcd" {
-				g.Eventually(func() error { _, err := kubectl("get", "--raw", "/readyz"); return err }).
+				g.Eventually(func() error { _, err := env.Kubectl("get", "--raw", "/readyz"); return err }).
 					WithTimeout(60 * time.Second).Should(Succeed())
 			}
 

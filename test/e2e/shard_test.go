@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/helmruntime"
 	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // shardProcess is a Helm runtime that owns the resources labelled
@@ -59,12 +60,12 @@ func TestShardsSplitAndMove(t *testing.T) {
 		g.Expect(p.start()).To(Succeed())
 		t.Cleanup(func() { _ = p.stop() })
 	}
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 
 	t.Log("each shard holds a Lease of its own")
 	g.Eventually(func(g Gomega) {
 		var leases coordinationv1.LeaseList
-		g.Expect(env.client.List(ctx, &leases, client.InNamespace(operatorNamespace))).To(Succeed())
+		g.Expect(env.Client.List(ctx, &leases, client.InNamespace(operatorNamespace))).To(Succeed())
 		held := map[string]bool{}
 		for _, l := range leases.Items {
 			if strings.HasPrefix(l.Name, helmruntime.DefaultLeaderElectionID+"-shard-") && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
@@ -76,7 +77,7 @@ func TestShardsSplitAndMove(t *testing.T) {
 
 	t.Log("a resource of shard a is installed by shard a (shard b stopped)")
 	g.Expect(b.stop()).To(Succeed())
-	applyYAML(g, ns, `apiVersion: web.acme.com/v1alpha1
+	env.ExpectApply(g, ns, `apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: `+name+`
@@ -85,15 +86,15 @@ metadata:
 spec:
   replicaCount: 1
 `)
-	expectDeployedWith(g, ns, name, "InstallSuccessful")
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	installedUID := dep.UID
 
 	t.Log("a resource that matches no shard is left alone: no finalizer, no status, no release")
 	g.Expect(b.start()).To(Succeed())
-	applyYAML(g, ns, `apiVersion: web.acme.com/v1alpha1
+	env.ExpectApply(g, ns, `apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: `+orphan+`
@@ -101,68 +102,57 @@ spec:
   replicaCount: 1
 `)
 	g.Consistently(func(g Gomega) {
-		cr, err := getCR(ctx, nginxGVK, ns, orphan)
+		cr, err := env.Get(ctx, testkit.NginxGVK, ns, orphan)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cr.GetFinalizers()).To(BeEmpty())
 		g.Expect(cr.Object).NotTo(HaveKey("status"))
-		g.Expect(releaseSecrets(ctx, ns, orphan)).To(BeEmpty())
+		g.Expect(env.ReleaseRevisions(ctx, ns, orphan)).To(BeEmpty())
 	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 	t.Log("the label moves to shard b (shard a stopped): shard b adopts the release as it is")
 	g.Expect(a.stop()).To(Succeed())
-	out, err := kubectl("label", "nginx", name, "-n", ns, "--overwrite", shard.Label+"=b")
+	out, err := env.Kubectl("label", "nginx", name, "-n", ns, "--overwrite", shard.Label+"=b")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectDeployedWith(g, ns, name, "InstallSuccessful")
+	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
 	g.Consistently(func(g Gomega) {
-		g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(dep.UID).To(Equal(installedUID), "the Deployment was recreated: the release was reinstalled")
 	}).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 	t.Log("shard b upgrades it on a spec edit and repairs its drift")
-	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	expectDeployedWith(g, ns, name, "UpgradeSuccessful")
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf(
+	expectDeployed(t, testkit.NginxGVK, ns, name, "UpgradeSuccessful")
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf(
 		"sh.helm.release.v1."+name+".v1", "sh.helm.release.v1."+name+".v2"))
 	g.Expect(dep.UID).To(Equal(installedUID))
-	g.Expect(env.client.Delete(ctx, dep)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, dep)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(env.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(d.UID).NotTo(Equal(installedUID))
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("with shard b stopped and shard a back, shard a does not take the resource over")
 	g.Expect(a.start()).To(Succeed())
 	g.Expect(b.stop()).To(Succeed())
-	out, err = kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3}}`)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Consistently(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
-		g.Expect(releaseSecrets(ctx, ns, name)).To(HaveLen(2))
+		g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(HaveLen(2))
 	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	// The deletion reaches shard a's dependent watch, which maps it to the
 	// resource; shard a must find that it is not its own.
-	g.Expect(env.client.Delete(ctx, dep)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, dep)).To(Succeed())
 	g.Consistently(func(g Gomega) {
-		err := env.client.Get(ctx, key, &appsv1.Deployment{})
+		err := env.Client.Get(ctx, key, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "shard a repaired a resource of shard b: %v", err)
 	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
-}
-
-// expectDeployedWith waits for condition Deployed=True with reason.
-func expectDeployedWith(g Gomega, ns, name, reason string) {
-	g.Eventually(func(g Gomega) {
-		cr, err := getCR(context.Background(), nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, got, msg := condition(cr, "Deployed")
-		g.Expect(status).To(Equal("True"), msg)
-		g.Expect(got).To(Equal(reason))
-	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }

@@ -19,13 +19,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/localcluster"
 	"github.com/acme/platform-operator/internal/process"
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // The operator's namespace and ServiceAccount as config/default names them.
@@ -36,10 +35,9 @@ const (
 
 // env is what every test in the suite shares.
 var env struct {
-	root       string // repository root
-	kubectl    string // path of the kubectl binary matching the cluster
-	kubeconfig string
-	client     client.Client
+	// The cluster as the tests drive it: the repository root, kubectl and
+	// the admin kubeconfig, a client.
+	*testkit.Kube
 	// manager is the Helm runtime; extensions is the Go sidecar. Tests may
 	// stop and start either (e.g. to test a restart).
 	manager    *operatorProcess
@@ -58,15 +56,14 @@ func run(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
-	env.root = root
 	binDir := os.Getenv("KUBEBUILDER_ASSETS")
 	if binDir == "" {
 		binDir = filepath.Join(root, "bin", "k8s")
 	}
-	env.kubectl = filepath.Join(binDir, "kubectl")
+	kubectlPath := filepath.Join(binDir, "kubectl")
 	managerBin := filepath.Join(root, "bin", "manager")
 	extensionsBin := filepath.Join(root, "bin", "extensions")
-	for _, f := range []string{env.kubectl, managerBin, extensionsBin, filepath.Join(binDir, "kube-apiserver")} {
+	for _, f := range []string{kubectlPath, managerBin, extensionsBin, filepath.Join(binDir, "kube-apiserver")} {
 		if _, err := os.Stat(f); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s is missing; run `make test-e2e` (it builds the binaries)\n", f)
 			return 1
@@ -97,16 +94,9 @@ func run(m *testing.M) int {
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "e2e: local cluster up in %s\n", time.Since(start).Round(time.Millisecond))
-	env.kubeconfig = cluster.Kubeconfig
 	env.cluster = cluster
 
-	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
-	if err != nil {
-		panic(err)
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	env.client, err = client.New(rc, client.Options{Scheme: scheme})
+	env.Kube, err = testkit.New(root, kubectlPath, cluster.Kubeconfig)
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +105,7 @@ func run(m *testing.M) int {
 	// Deployment; the Deployment's pods are fake on kwok). The processes
 	// under test then run as its ServiceAccount with exactly the shipped
 	// ClusterRole and Roles, so a missing permission fails the tests.
-	if out, err := kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "default")); err != nil {
+	if out, err := env.Kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "default")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: applying config/default:", err, out)
 		return 1
 	}
@@ -126,11 +116,11 @@ func run(m *testing.M) int {
 	// webhook configuration goes; the webhook is tested by
 	// extensions/internal/admission on an API server and by test/real and
 	// test/olm from the operator Pod.
-	if out, err := kubectl("delete", "validatingwebhookconfiguration", "platform-operator-validating-webhook-configuration"); err != nil {
+	if out, err := env.Kubectl("delete", "validatingwebhookconfiguration", "platform-operator-validating-webhook-configuration"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: removing the webhook configuration:", err, out)
 		return 1
 	}
-	if out, err := kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", filepath.Join(root, "config", "crd", "bases")); err != nil {
+	if out, err := env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", filepath.Join(root, "config", "crd", "bases")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: waiting for CRDs:", err, out)
 		return 1
 	}
@@ -212,7 +202,7 @@ func (p *operatorProcess) start() error {
 		"--zap-devel",
 	}, p.fixedArgs...)
 	cmd := exec.Command(p.bin, append(args, p.args...)...)
-	cmd.Dir = env.root
+	cmd.Dir = env.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
 	p.proc, err = process.Start(p.name, cmd, metricsAddr, p.logPath, 60*time.Second)
 	return err
@@ -237,34 +227,16 @@ func (p *operatorProcess) metric(name string, labels ...string) (float64, error)
 	return p.proc.Metric(name, labels...)
 }
 
-// kubectl runs kubectl against the suite's cluster and returns its
-// combined output.
-func kubectl(args ...string) (string, error) {
-	return kubectlIn("", args...)
-}
-
-// kubectlIn runs kubectl with stdin.
-func kubectlIn(stdin string, args ...string) (string, error) {
-	cmd := exec.Command(env.kubectl, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
-	cmd.Dir = env.root
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount with a token from the TokenRequest API.
 func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
-	cmd := exec.Command(env.kubectl, "create", "token", name, "-n", namespace, "--duration=24h")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	cmd := exec.Command(env.KubectlPath, "create", "token", name, "-n", namespace, "--duration=24h")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
 	token, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("kubectl create token: %w", err)
 	}
-	cfg, err := clientcmd.LoadFromFile(env.kubeconfig)
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
 		return "", err
 	}
@@ -275,25 +247,13 @@ func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-// createNamespace makes a namespace for one test. Namespaces are not
-// deleted: the cluster goes away with the suite.
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{}
-	ns.Name = name
-	if err := env.client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-}
-
-// deploymentAvailable reports whether every desired replica of d is ready.
 // rolloutSummary describes where a Deployment's rollout stands: its status
 // and each of its pods' phase, readiness and deletion, for failure messages.
 func rolloutSummary(ctx context.Context, d *appsv1.Deployment) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "deployment %s/%s generation %d status %+v\n", d.Namespace, d.Name, d.Generation, d.Status)
 	var pods corev1.PodList
-	if err := env.client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+	if err := env.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
 		fmt.Fprintf(&b, "listing pods: %v\n", err)
 		return b.String()
 	}
@@ -307,13 +267,4 @@ func rolloutSummary(ctx context.Context, d *appsv1.Deployment) string {
 		fmt.Fprintf(&b, "pod %s node %q phase %s ready %s deleting %v\n", p.Name, p.Spec.NodeName, p.Status.Phase, ready, p.DeletionTimestamp != nil)
 	}
 	return b.String()
-}
-
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	return d.Status.ObservedGeneration >= d.Generation &&
-		d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want && d.Status.Replicas == want
 }

@@ -19,11 +19,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-var tenantGVK = schema.GroupVersionKind{Group: "tenancy.acme.com", Version: "v1alpha1", Kind: "NamespaceTenant"}
+	"github.com/acme/platform-operator/test/testkit"
+)
 
 const (
 	tenantFinalizer  = "tenancy.acme.com/finalizer"
@@ -43,15 +42,15 @@ spec:
   namespaceName: %s
   adminUsername: sam
 %s`, name, namespace, extraSpec)
-	applyYAML(g, "", manifest)
+	env.ExpectApply(g, "", manifest)
 }
 
 // waitDeployed waits until the tenant's release is installed or upgraded.
 func waitDeployed(g Gomega, ctx context.Context, name string) {
 	g.EventuallyWithOffset(1, func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", name)
+		cr, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(cr, "Deployed")
+		status, reason, msg := testkit.Condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"), "reason %s: %s", reason, msg)
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
@@ -61,7 +60,7 @@ func waitDeployed(g Gomega, ctx context.Context, name string) {
 func waitCreatedDelivered(g Gomega, ctx context.Context, name string) string {
 	var uid string
 	g.EventuallyWithOffset(1, func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", name)
+		cr, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cr.GetAnnotations()).To(HaveKey("tenancy.acme.com/created-event-delivered"))
 		uid = string(cr.GetUID())
@@ -78,7 +77,7 @@ func canCreateDeployments(ctx context.Context, user, namespace string) (bool, er
 			Namespace: namespace, Verb: "create", Group: "apps", Resource: "deployments",
 		},
 	}}
-	if err := env.client.Create(ctx, sar); err != nil {
+	if err := env.Client.Create(ctx, sar); err != nil {
 		return false, err
 	}
 	return sar.Status.Allowed, nil
@@ -89,12 +88,12 @@ func canCreateDeployments(ctx context.Context, user, namespace string) (bool, er
 // disappears, the namespace must already be gone.
 func deleteTenantAndWait(t *testing.T, g Gomega, ctx context.Context, name, namespace string) {
 	t.Helper()
-	out, err := kubectl("delete", "namespacetenant", name, "--wait=false")
+	out, err := env.Kubectl("delete", "namespacetenant", name, "--wait=false")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	sawHeld := false
 	g.Eventually(func(g Gomega) {
-		_, err := getCR(ctx, tenantGVK, "", name)
-		nsErr := env.client.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+		_, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", name)
+		nsErr := env.Client.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
 		if err == nil {
 			if nsErr == nil {
 				sawHeld = true
@@ -119,79 +118,79 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 	ctx := context.Background()
 	const name, ns = "team-x", "app-y"
 
-	out, err := kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
+	out, err := env.Kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	t.Log("create: the release is installed, stored in the operator's namespace")
 	waitDeployed(g, ctx, name)
-	g.Expect(releaseSecrets(ctx, tenantReleaseNamespace, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
-	out, err = kubectl("wait", "--for=condition=Ready", "nt/"+name, "--timeout=60s")
+	g.Expect(env.ReleaseRevisions(ctx, tenantReleaseNamespace, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	out, err = env.Kubectl("wait", "--for=condition=Ready", "nt/"+name, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = kubectl("get", "nt", name)
+	out, err = env.Kubectl("get", "nt", name)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`team-x\s+app-y\s+sam\s+dev\s+True\s+True`))
 
 	t.Log("the sidecar adds its finalizer next to the runtime's")
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", name)
+		cr, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cr.GetFinalizers()).To(ContainElements(tenantFinalizer, runtimeFinalizer))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	t.Log("the namespace and its standard objects exist")
 	namespace := &corev1.Namespace{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
 	g.Expect(namespace.Labels).To(And(
 		HaveKeyWithValue("tenancy.acme.com/tenant", name),
 		HaveKeyWithValue("tenancy.acme.com/tier", "dev"),
 		HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"),
 	))
 	quota := &corev1.ResourceQuota{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-quota"}, quota)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-quota"}, quota)).To(Succeed())
 	g.Expect(quota.Spec.Hard).To(Equal(corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("5"), corev1.ResourceMemory: resource.MustParse("10Gi"), corev1.ResourcePods: resource.MustParse("10"),
 	}))
 	limits := &corev1.LimitRange{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-limits"}, limits)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-limits"}, limits)).To(Succeed())
 	g.Expect(limits.Spec.Limits).To(HaveLen(1))
 	g.Expect(limits.Spec.Limits[0].Default.Memory().String()).To(Equal("512Mi"))
 	rb := &rbacv1.RoleBinding{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-admins"}, rb)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-admins"}, rb)).To(Succeed())
 	g.Expect(rb.RoleRef.Name).To(Equal("admin"))
 	var policies networkingv1.NetworkPolicyList
-	g.Expect(env.client.List(ctx, &policies, client.InNamespace(ns))).To(Succeed())
+	g.Expect(env.Client.List(ctx, &policies, client.InNamespace(ns))).To(Succeed())
 	g.Expect(policies.Items).To(HaveLen(2))
 
 	t.Log("the admin user may create Deployments in the tenant namespace, and not elsewhere")
-	createNamespace(t, "e2e-tenant-elsewhere")
+	env.CreateNamespace(t, "e2e-tenant-elsewhere")
 	g.Expect(canCreateDeployments(ctx, "sam", ns)).To(BeTrue())
 	g.Expect(canCreateDeployments(ctx, "sam", "e2e-tenant-elsewhere")).To(BeFalse())
 	g.Expect(canCreateDeployments(ctx, "kim", ns)).To(BeFalse())
 
 	t.Log("tier change to prod: quota and limits follow, Pod Security becomes restricted")
-	out, err = kubectl("patch", "nt", name, "--type=merge", "-p", `{"spec":{"deploymentTier":"prod"}}`)
+	out, err = env.Kubectl("patch", "nt", name, "--type=merge", "-p", `{"spec":{"deploymentTier":"prod"}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-quota"}, quota)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-quota"}, quota)).To(Succeed())
 		g.Expect(quota.Spec.Hard.Cpu().String()).To(Equal("500"))
 		g.Expect(quota.Spec.Hard.Memory().String()).To(Equal("200Gi"))
 		g.Expect(quota.Spec.Hard.Pods().String()).To(Equal("100"))
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-limits"}, limits)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-limits"}, limits)).To(Succeed())
 		g.Expect(limits.Spec.Limits[0].Default.Memory().String()).To(Equal("2Gi"))
 		g.Expect(limits.Spec.Limits[0].DefaultRequest.Cpu().String()).To(Equal("500m"))
-		g.Expect(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
 		g.Expect(namespace.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	t.Log("drift: a deleted RoleBinding is put back")
-	g.Expect(env.client.Delete(ctx, rb)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, rb)).To(Succeed())
 	g.Eventually(func() error {
-		return env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-admins"}, &rbacv1.RoleBinding{})
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-admins"}, &rbacv1.RoleBinding{})
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	t.Log("delete: the namespace goes first, then the tenant; the release is gone")
 	deleteTenantAndWait(t, g, ctx, name, ns)
-	g.Expect(releaseSecrets(ctx, tenantReleaseNamespace, name)).To(BeEmpty())
+	g.Expect(env.ReleaseRevisions(ctx, tenantReleaseNamespace, name)).To(BeEmpty())
 	g.Eventually(func(g Gomega) {
 		events, err := tenantEvents(ctx, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -199,22 +198,22 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 
 	t.Log("re-create right after `kubectl delete` returns: a clean install, no Terminating namespace in the way")
-	out, err = kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
+	out, err = env.Kubectl("apply", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", name)
+		cr, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", name)
 		g.Expect(err).NotTo(HaveOccurred())
-		failed, _, msg := condition(cr, "ReleaseFailed")
+		failed, _, msg := testkit.Condition(cr, "ReleaseFailed")
 		g.Expect(failed).NotTo(Equal("True"), msg)
-		status, reason, _ := condition(cr, "Deployed")
+		status, reason, _ := testkit.Condition(cr, "Deployed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("InstallSuccessful"))
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
 	g.Expect(namespace.DeletionTimestamp).To(BeNil())
-	out, err = kubectl("delete", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml", "--timeout=90s")
+	out, err = env.Kubectl("delete", "-f", "config/samples/tenancy_v1alpha1_namespacetenant.yaml", "--timeout=90s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Name: ns}, namespace))).To(BeTrue(),
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace))).To(BeTrue(),
 		"kubectl delete returns only once the namespace is gone")
 }
 
@@ -325,7 +324,7 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 
 	secret := &corev1.Secret{Data: map[string][]byte{"token": []byte("s3cret\n")}}
 	secret.Name, secret.Namespace = "tenant-webhook", "default"
-	g.Expect(env.client.Create(ctx, secret)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 	restartExtensions(t, "--tenant-webhook-url", hook.server.URL+"/tenants",
 		"--tenant-webhook-token-secret", "default/tenant-webhook", "--tenant-webhook-timeout", "2s")
 
@@ -365,25 +364,25 @@ func TestNamespaceTenantWebhook(t *testing.T) {
 	g.Expect(hook.of(retried, "created")).To(HaveLen(1), "created is never sent twice")
 
 	t.Log("a webhook that never answers holds the tenant after its namespace is gone")
-	out, err := kubectl("delete", "namespacetenant", stuck, "--wait=false")
+	out, err := env.Kubectl("delete", "namespacetenant", stuck, "--wait=false")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Name: "hook-stuck-ns"}, &corev1.Namespace{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "hook-stuck-ns"}, &corev1.Namespace{}))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	g.Eventually(func(g Gomega) {
 		events, err := tenantEvents(ctx, stuck)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(events).To(ContainElement(HavePrefix("Warning/WebhookFailed: Delivering the deleted event failed")))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	cr, err := getCR(ctx, tenantGVK, "", stuck)
+	cr, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", stuck)
 	g.Expect(err).NotTo(HaveOccurred(), "the tenant is held")
 	g.Expect(cr.GetFinalizers()).To(Equal([]string{tenantFinalizer}))
 
 	t.Log("the skip annotation releases it, and says so")
-	out, err = kubectl("annotate", "namespacetenant", stuck, "tenancy.acme.com/skip-finalizer=true")
+	out, err = env.Kubectl("annotate", "namespacetenant", stuck, "tenancy.acme.com/skip-finalizer=true")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func() bool {
-		_, err := getCR(ctx, tenantGVK, "", stuck)
+		_, err := env.Get(ctx, testkit.NamespaceTenantGVK, "", stuck)
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	g.Eventually(func() ([]string, error) { return tenantEvents(ctx, stuck) }).
@@ -398,38 +397,36 @@ func TestNamespaceTenantConflicts(t *testing.T) {
 	ctx := context.Background()
 
 	t.Log("a namespace that existed before, not created by a tenant")
-	createNamespace(t, "e2e-legacy")
+	env.CreateNamespace(t, "e2e-legacy")
 	cm := &corev1.ConfigMap{Data: map[string]string{"keep": "me"}}
 	cm.Name, cm.Namespace = "legacy-config", "e2e-legacy"
-	g.Expect(env.client.Create(ctx, cm)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, cm)).To(Succeed())
 	legacyBefore := &corev1.Namespace{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyBefore)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyBefore)).To(Succeed())
 
 	applyTenant(g, "grab-legacy", "e2e-legacy", "")
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", "grab-legacy")
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := condition(cr, "ReleaseFailed")
+		status, reason, msg := env.ConditionOf(g, testkit.NamespaceTenantGVK, "", "grab-legacy", "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(reason).To(Equal("InstallError"))
 		g.Expect(msg).To(ContainSubstring(`namespace "e2e-legacy" already exists and was not created by a NamespaceTenant`))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	legacyAfter := &corev1.Namespace{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyAfter)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyAfter)).To(Succeed())
 	g.Expect(legacyAfter.ResourceVersion).To(Equal(legacyBefore.ResourceVersion), "the namespace is not modified")
 	var quotas corev1.ResourceQuotaList
-	g.Expect(env.client.List(ctx, &quotas, client.InNamespace("e2e-legacy"))).To(Succeed())
+	g.Expect(env.Client.List(ctx, &quotas, client.InNamespace("e2e-legacy"))).To(Succeed())
 	g.Expect(quotas.Items).To(BeEmpty())
 
 	t.Log("a namespace owned by another tenant")
 	applyTenant(g, "owner-a", "e2e-shared", "  deploymentTier: prod\n")
 	waitDeployed(g, ctx, "owner-a")
 	quotaBefore := &corev1.ResourceQuota{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-quota"}, quotaBefore)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-quota"}, quotaBefore)).To(Succeed())
 	rbBefore := &rbacv1.RoleBinding{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-admins"}, rbBefore)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-admins"}, rbBefore)).To(Succeed())
 
-	out, err := kubectlIn(`apiVersion: tenancy.acme.com/v1alpha1
+	out, err := env.KubectlIn(`apiVersion: tenancy.acme.com/v1alpha1
 kind: NamespaceTenant
 metadata:
   name: intruder-b
@@ -439,33 +436,31 @@ spec:
 `, "apply", "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		cr, err := getCR(ctx, tenantGVK, "", "intruder-b")
-		g.Expect(err).NotTo(HaveOccurred())
-		status, _, msg := condition(cr, "ReleaseFailed")
+		status, _, msg := env.ConditionOf(g, testkit.NamespaceTenantGVK, "", "intruder-b", "ReleaseFailed")
 		g.Expect(status).To(Equal("True"))
 		g.Expect(msg).To(ContainSubstring(`namespace "e2e-shared" already belongs to NamespaceTenant "owner-a"`))
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	out, _ = kubectl("get", "nt", "intruder-b", "-o", "jsonpath={.status.conditions[?(@.type==\"ReleaseFailed\")].message}")
+	out, _ = env.Kubectl("get", "nt", "intruder-b", "-o", "jsonpath={.status.conditions[?(@.type==\"ReleaseFailed\")].message}")
 	t.Logf("what the user sees: %s", out)
 
 	quotaAfter := &corev1.ResourceQuota{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-quota"}, quotaAfter)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-quota"}, quotaAfter)).To(Succeed())
 	g.Expect(quotaAfter.ResourceVersion).To(Equal(quotaBefore.ResourceVersion))
 	rbAfter := &rbacv1.RoleBinding{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-admins"}, rbAfter)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "e2e-shared", Name: "tenant-admins"}, rbAfter)).To(Succeed())
 	g.Expect(rbAfter.Subjects).To(Equal(rbBefore.Subjects))
 	g.Expect(canCreateDeployments(ctx, "mallory", "e2e-shared")).To(BeFalse())
 
 	t.Log("deleting the failed tenants neither waits for nor touches the other owners' namespaces")
 	for _, name := range []string{"intruder-b", "grab-legacy"} {
-		out, err := kubectl("delete", "namespacetenant", name, "--timeout=60s")
+		out, err := env.Kubectl("delete", "namespacetenant", name, "--timeout=60s")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 	}
 	shared := &corev1.Namespace{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: "e2e-shared"}, shared)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "e2e-shared"}, shared)).To(Succeed())
 	g.Expect(shared.DeletionTimestamp).To(BeNil())
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: "e2e-legacy", Name: "legacy-config"}, &corev1.ConfigMap{})).To(Succeed())
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyAfter)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "e2e-legacy", Name: "legacy-config"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "e2e-legacy"}, legacyAfter)).To(Succeed())
 	g.Expect(legacyAfter.DeletionTimestamp).To(BeNil())
 }
 
@@ -500,20 +495,20 @@ func TestNamespaceTenantInvalidSpecs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			out, err := kubectlIn(fmt.Sprintf("apiVersion: tenancy.acme.com/v1alpha1\nkind: NamespaceTenant\nmetadata:\n  name: %s\n%s\n", tc.name, tc.spec),
+			out, err := env.KubectlIn(fmt.Sprintf("apiVersion: tenancy.acme.com/v1alpha1\nkind: NamespaceTenant\nmetadata:\n  name: %s\n%s\n", tc.name, tc.spec),
 				"apply", "--validate=strict", "-f", "-")
 			g.Expect(err).To(HaveOccurred(), out)
 			for _, w := range tc.want {
 				g.Expect(out).To(ContainSubstring(w))
 			}
-			_, getErr := getCR(ctx, tenantGVK, "", tc.name)
+			_, getErr := env.Get(ctx, testkit.NamespaceTenantGVK, "", tc.name)
 			g.Expect(apierrors.IsNotFound(getErr)).To(BeTrue(), "nothing was created")
 		})
 	}
 
 	t.Log("namespaceName cannot change after creation")
 	applyTenant(g, "immutable", "e2e-immutable", "")
-	out, err := kubectl("patch", "nt", "immutable", "--type=merge", "-p", `{"spec":{"namespaceName":"e2e-other"}}`)
+	out, err := env.Kubectl("patch", "nt", "immutable", "--type=merge", "-p", `{"spec":{"namespaceName":"e2e-other"}}`)
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("spec.namespaceName"))
 	g.Expect(out).To(ContainSubstring("namespaceName is immutable"))
@@ -528,12 +523,12 @@ func TestNamespaceTenantInvalidSpecs(t *testing.T) {
 func TestNamespaceTenantOperatorRBAC(t *testing.T) {
 	g := NewWithT(t)
 	const operator, ns = "e2e-tenant-operator", "e2e-tenant-rbac"
-	out, err := kubectl("apply", "-f", "config/rbac/role.yaml")
+	out, err := env.Kubectl("apply", "-f", "config/rbac/role.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = kubectl("create", "clusterrolebinding", operator, "--clusterrole=manager-role", "--user="+operator)
+	out, err = env.Kubectl("create", "clusterrolebinding", operator, "--clusterrole=manager-role", "--user="+operator)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
-	as := func(args ...string) (string, error) { return kubectl(append(args, "--as="+operator)...) }
+	as := func(args ...string) (string, error) { return env.Kubectl(append(args, "--as="+operator)...) }
 	g.Eventually(func() (string, error) { return as("create", "namespace", ns) }).
 		WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainSubstring("created"))
 	for _, res := range []string{"resourcequotas", "limitranges", "rolebindings.rbac.authorization.k8s.io", "networkpolicies.networking.k8s.io"} {

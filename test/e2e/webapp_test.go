@@ -14,11 +14,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-var webAppGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"}
+	"github.com/acme/platform-operator/test/testkit"
+)
 
 // webAppReconciles is the number of reconciles the manager has run for
 // WebApps since it started.
@@ -26,38 +25,18 @@ func webAppReconciles() (float64, error) {
 	return env.manager.metric("controller_runtime_reconcile_total", "controller=webapp-controller")
 }
 
-// expectWebAppDeployed waits until the WebApp reports Deployed=True with
-// the given reason.
-func expectWebAppDeployed(t *testing.T, ns, name, reason string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		cr, err := getCR(context.Background(), webAppGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, got, msg := condition(cr, "Deployed")
-		g.Expect(status).To(Equal("True"), msg)
-		g.Expect(got).To(Equal(reason))
-	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-}
-
-// databasePassword reads the password of the WebApp's database Secret.
-func databasePassword(g Gomega, ns, name string) string {
-	s := &corev1.Secret{}
-	g.ExpectWithOffset(1, env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
-	return string(s.Data["password"])
-}
-
 // expectPasswordNotExposed checks that the password is nowhere in what a
 // user who may only read WebApps and Events sees.
 func expectPasswordNotExposed(t *testing.T, ns, name, password string) {
 	t.Helper()
 	g := NewWithT(t)
-	out, err := kubectl("get", "webapp", name, "-n", ns, "-o", "yaml")
+	out, err := env.Kubectl("get", "webapp", name, "-n", ns, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("deployedRelease"), "the status must carry the release manifest")
 	g.Expect(out).To(ContainSubstring("kind: Secret"), "the manifest lists the Secret")
 	g.Expect(out).To(ContainSubstring("password: REDACTED"))
 	g.Expect(out).NotTo(ContainSubstring(password))
-	out, err = kubectl("get", "events", "-n", ns, "-o", "yaml")
+	out, err = env.Kubectl("get", "events", "-n", ns, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("ValueGenerated"), "the generation is reported, without the value")
 	g.Expect(out).NotTo(ContainSubstring(password))
@@ -75,19 +54,19 @@ func TestWebAppLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-webapp-lifecycle", "webapp-sample"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	dbKey := client.ObjectKey{Namespace: ns, Name: name + "-db"}
 
-	out, err := kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp.yaml")
+	out, err := env.Kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	t.Log("create: the release is installed with every object of a dev WebApp")
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf("sh.helm.release.v1." + name + ".v1"))
 
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 	app := dep.Spec.Template.Spec.Containers[0]
 	g.Expect(app.Image).To(Equal("registry.acme.com/app/app:v1.4"))
@@ -105,7 +84,7 @@ func TestWebAppLifecycle(t *testing.T) {
 	}))
 
 	sts := &appsv1.StatefulSet{}
-	g.Expect(env.client.Get(ctx, dbKey, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
 	g.Expect(sts.Spec.ServiceName).To(Equal(name + "-db"))
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal("postgres:17.2"))
 	g.Expect(*sts.Spec.Template.Spec.SecurityContext.RunAsUser).To(Equal(int64(999)))
@@ -113,20 +92,20 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
 
 	headless := &corev1.Service{}
-	g.Expect(env.client.Get(ctx, dbKey, headless)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, headless)).To(Succeed())
 	g.Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	svc := &corev1.Service{}
-	g.Expect(env.client.Get(ctx, key, svc)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, svc)).To(Succeed())
 	g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
-	g.Expect(env.client.Get(ctx, key, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, &corev1.ConfigMap{})).To(Succeed())
 	ing := &networkingv1.Ingress{}
-	g.Expect(env.client.Get(ctx, key, ing)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, ing)).To(Succeed())
 	g.Expect(ing.Spec.Rules[0].Host).To(Equal("app.acme.com"))
 	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name).To(Equal(name))
-	g.Expect(apierrors.IsNotFound(env.client.Get(ctx, key, &policyv1.PodDisruptionBudget{}))).To(BeTrue(), "no PDB in dev")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{}))).To(BeTrue(), "no PDB in dev")
 
 	secret := &corev1.Secret{}
-	g.Expect(env.client.Get(ctx, dbKey, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, secret)).To(Succeed())
 	g.Expect(secret.Data).To(HaveKeyWithValue("host", []byte(name+"-db."+ns+".svc")))
 	g.Expect(secret.Data).To(HaveKeyWithValue("port", []byte("5432")))
 	g.Expect(secret.Data).To(HaveKeyWithValue("database", []byte("app")))
@@ -136,13 +115,13 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(secret.Annotations).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
-		g.Expect(deploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(testkit.DeploymentAvailable(dep)).To(BeTrue(), "deployment status: %+v", dep.Status)
 	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
-	out, err = kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=90s")
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=90s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = kubectl("get", "webapps", "-n", ns)
+	out, err = env.Kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "AGE"}))
 	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
@@ -151,32 +130,32 @@ func TestWebAppLifecycle(t *testing.T) {
 	expectPasswordNotExposed(t, ns, name, password)
 
 	t.Log("20 reconciles without a spec change: no new revision, same password")
-	revisions, err := releaseSecrets(ctx, ns, name)
+	revisions, err := env.ReleaseRevisions(ctx, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	for i := range 20 {
 		before, err := webAppReconciles()
 		g.Expect(err).NotTo(HaveOccurred())
-		out, err := kubectl("annotate", "webapp", name, "-n", ns, "--overwrite", fmt.Sprintf("e2e.acme.com/poke=%d", i))
+		out, err := env.Kubectl("annotate", "webapp", name, "-n", ns, "--overwrite", fmt.Sprintf("e2e.acme.com/poke=%d", i))
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Eventually(webAppReconciles).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).
 			Should(BeNumerically(">", before), "poke %d caused no reconcile", i)
 	}
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf(revisions))
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf(revisions))
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
 
 	t.Log("a Secret deleted by hand comes back with the same password")
 	oldUID := secret.UID
-	g.Expect(env.client.Delete(ctx, secret)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, secret)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		s := &corev1.Secret{}
-		g.Expect(env.client.Get(ctx, dbKey, s)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, dbKey, s)).To(Succeed())
 		g.Expect(s.UID).NotTo(Equal(oldUID))
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ConsistOf(revisions))
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ConsistOf(revisions))
 	// The repaired Secret carries Helm's ownership metadata, so that a later
 	// release of the same name can adopt it.
-	g.Expect(env.client.Get(ctx, dbKey, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, secret)).To(Succeed())
 	g.Expect(secret.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", name))
 	g.Expect(secret.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 
@@ -185,83 +164,83 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(env.manager.start()).To(Succeed())
 	g.Eventually(webAppReconciles).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(BeNumerically(">=", 1))
 	g.Consistently(func() ([]string, error) {
-		return releaseSecrets(ctx, ns, name)
+		return env.ReleaseRevisions(ctx, ns, name)
 	}).WithTimeout(3 * time.Second).Should(ConsistOf(revisions))
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
 
 	t.Log("change the image: revision 2 upgrades the Deployment and leaves the database alone")
-	g.Expect(env.client.Get(ctx, dbKey, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
 	stsGeneration := sts.Generation
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	depGeneration := dep.Generation
-	out, err = kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"webAppImage":"registry.acme.com/app/app:v1.5"}}`)
+	out, err = env.Kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"webAppImage":"registry.acme.com/app/app:v1.5"}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectWebAppDeployed(t, ns, name, "UpgradeSuccessful")
-	g.Expect(releaseSecrets(ctx, ns, name)).To(ContainElement("sh.helm.release.v1." + name + ".v2"))
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "UpgradeSuccessful")
+	g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(ContainElement("sh.helm.release.v1." + name + ".v2"))
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.acme.com/app/app:v1.5"))
 	g.Expect(dep.Generation).To(BeNumerically(">", depGeneration))
-	g.Expect(env.client.Get(ctx, dbKey, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
 	g.Expect(sts.Generation).To(Equal(stsGeneration), "the StatefulSet must not change")
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
 
 	t.Log("dev -> prod: prod resources, anti-affinity and a PDB")
-	out, err = kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"deploymentTier":"prod"}}`)
+	out, err = env.Kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"deploymentTier":"prod"}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("250m"))
 		g.Expect(dep.Spec.Template.Spec.Affinity).NotTo(BeNil())
-		g.Expect(env.client.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	expectWebAppDeployed(t, ns, name, "UpgradeSuccessful")
-	g.Expect(env.client.Get(ctx, dbKey, sts)).To(Succeed())
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "UpgradeSuccessful")
+	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("1Gi"), "prod database resources")
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"),
 		"an existing database keeps the volume it was created with")
 
 	t.Log("prod -> stg: stg resources, the PDB goes")
-	out, err = kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"deploymentTier":"stg"}}`)
+	out, err = env.Kubectl("patch", "webapp", name, "-n", ns, "--type=merge", "-p", `{"spec":{"deploymentTier":"stg"}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("100m"))
-		g.Expect(apierrors.IsNotFound(env.client.Get(ctx, key, &policyv1.PodDisruptionBudget{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{}))).To(BeTrue())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
 	expectPasswordNotExposed(t, ns, name, password)
 
 	t.Log("delete the WebApp: the app goes, the database volume and its Secret stay")
 	pvcKey := client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}
 	g.Eventually(func() error {
-		return env.client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
+		return env.Client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
 	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
-	out, err = kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
+	out, err = env.Kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}} {
-			g.Expect(apierrors.IsNotFound(env.client.Get(ctx, key, obj))).To(BeTrue(), "%T still there", obj)
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, obj))).To(BeTrue(), "%T still there", obj)
 		}
-		g.Expect(apierrors.IsNotFound(env.client.Get(ctx, dbKey, &appsv1.StatefulSet{}))).To(BeTrue(), "StatefulSet still there")
-		g.Expect(releaseSecrets(ctx, ns, name)).To(BeEmpty())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, dbKey, &appsv1.StatefulSet{}))).To(BeTrue(), "StatefulSet still there")
+		g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(BeEmpty())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	// Give the garbage collector time to act on anything it would delete.
 	g.Consistently(func(g Gomega) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(env.client.Get(ctx, pvcKey, pvc)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, pvcKey, pvc)).To(Succeed())
 		g.Expect(pvc.DeletionTimestamp).To(BeNil())
-		g.Expect(env.client.Get(ctx, dbKey, &corev1.Secret{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, dbKey, &corev1.Secret{})).To(Succeed())
 	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 	t.Log("re-create the WebApp: it reuses the kept password, so the retained database still opens")
-	out, err = kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp.yaml")
+	out, err = env.Kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
-	g.Expect(databasePassword(g, ns, name)).To(Equal(password))
-	out, err = kubectl("get", "events", "-n", ns, "--field-selector", "reason=ValueRecovered", "-o", "name")
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
+	g.Expect(env.DBPassword(g, ns, name)).To(Equal(password))
+	out, err = env.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=ValueRecovered", "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.TrimSpace(out)).NotTo(BeEmpty(), "the recovery is reported")
-	out, err = kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
+	out, err = env.Kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }
 
@@ -271,7 +250,7 @@ func TestWebAppRetentionDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-webapp-retention", "shop"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	manifest := fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
 kind: WebApp
 metadata:
@@ -285,28 +264,28 @@ spec:
     storage:
       whenDeleted: Delete
 `, name, ns)
-	out, err := kubectlIn(manifest, "apply", "-f", "-")
+	out, err := env.KubectlIn(manifest, "apply", "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
 
 	dbKey := client.ObjectKey{Namespace: ns, Name: name + "-db"}
 	secret := &corev1.Secret{}
-	g.Expect(env.client.Get(ctx, dbKey, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, secret)).To(Succeed())
 	g.Expect(secret.Annotations).NotTo(HaveKey("helm.sh/resource-policy"))
 	sts := &appsv1.StatefulSet{}
-	g.Expect(env.client.Get(ctx, dbKey, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
 	g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted).To(Equal(appsv1.DeletePersistentVolumeClaimRetentionPolicyType))
 
 	pvcKey := client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}
 	g.Eventually(func() error {
-		return env.client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
+		return env.Client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{})
 	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the StatefulSet controller creates the claim")
 
-	out, err = kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
+	out, err = env.Kubectl("delete", "webapp", name, "-n", ns, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		g.Expect(apierrors.IsNotFound(env.client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{}))).To(BeTrue(), "claim still there")
-		g.Expect(apierrors.IsNotFound(env.client.Get(ctx, dbKey, &corev1.Secret{}))).To(BeTrue(), "Secret still there")
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{}))).To(BeTrue(), "claim still there")
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, dbKey, &corev1.Secret{}))).To(BeTrue(), "Secret still there")
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
@@ -315,7 +294,7 @@ spec:
 func TestWebAppInvalidSpecsRefused(t *testing.T) {
 	ctx := context.Background()
 	const ns = "e2e-webapp-invalid"
-	createNamespace(t, ns)
+	env.CreateNamespace(t, ns)
 	const valid = "deploymentTier: dev\n  webAppImage: registry.acme.com/app/app:v1.4\n  webAppHostname: app.acme.com"
 
 	cases := []struct {
@@ -349,11 +328,11 @@ func TestWebAppInvalidSpecsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectRefusedAtApply(t, webAppGVK, ns, tc.name, tc.spec, tc.want)
+			expectRefusedAtApply(t, testkit.WebAppGVK, ns, tc.name, tc.spec, tc.want)
 		})
 	}
 	var deps appsv1.DeploymentList
-	NewWithT(t).Expect(env.client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
+	NewWithT(t).Expect(env.Client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
 	NewWithT(t).Expect(deps.Items).To(BeEmpty())
 }
 
@@ -363,34 +342,34 @@ func TestWebAppFullSample(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, name = "e2e-webapp-full", "webapp-full"
-	createNamespace(t, ns)
-	out, err := kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml")
+	env.CreateNamespace(t, ns)
+	out, err := env.Kubectl("apply", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	expectWebAppDeployed(t, ns, name, "InstallSuccessful")
+	expectDeployed(t, testkit.WebAppGVK, ns, name, "InstallSuccessful")
 
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	dep := &appsv1.Deployment{}
-	g.Expect(env.client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(dep.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("500m"))
 	pdb := &policyv1.PodDisruptionBudget{}
-	g.Expect(env.client.Get(ctx, key, pdb)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, pdb)).To(Succeed())
 	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
 	ing := &networkingv1.Ingress{}
-	g.Expect(env.client.Get(ctx, key, ing)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, ing)).To(Succeed())
 	g.Expect(ing.Spec.TLS).To(ConsistOf(HaveField("SecretName", "shop-acme-com-tls")))
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.client.Get(ctx, key, cm)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKey("app.yaml"))
 	secret := &corev1.Secret{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, secret)).To(Succeed())
 	g.Expect(secret.Data).To(HaveKeyWithValue("database", []byte("shop")))
 	g.Expect(secret.Data).To(HaveKeyWithValue("username", []byte("storefront")))
 	sts := &appsv1.StatefulSet{}
-	g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, sts)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, sts)).To(Succeed())
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("50Gi"))
 
-	out, err = kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml", "--timeout=60s")
+	out, err = env.Kubectl("delete", "-n", ns, "-f", "config/samples/web_v1alpha1_webapp_full.yaml", "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }

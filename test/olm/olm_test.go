@@ -25,14 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/realnode"
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 var (
 	csvGVK          = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
 	catalogGVK      = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
 	subscriptionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
-	webAppGVK       = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "WebApp"}
-	nginxGVK        = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
 )
 
 // The namespaces the examples and the WebApp with a database live in.
@@ -79,7 +78,7 @@ func expectCSVSucceeded(t *testing.T, ns, version string) {
 		g.Expect(phase).To(Equal("Succeeded"), msg)
 		dep := &appsv1.Deployment{}
 		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorDeployment}, dep)).To(Succeed())
-		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
 		g.Expect(dep.Labels).To(HaveKeyWithValue("olm.owner", csvName(version)))
 		for _, c := range dep.Spec.Template.Spec.Containers {
 			g.Expect(c.Image).To(Equal(operatorRepo+":v"+version), "container %s", c.Name)
@@ -106,7 +105,7 @@ func testRunBundle(t *testing.T) {
 		"--timeout", "5m")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Logf("operator-sdk run bundle returned after %s (the CSV had Succeeded)", time.Since(start).Round(time.Millisecond))
-	t.Logf("operator-sdk: %s", lastLine(out))
+	t.Logf("operator-sdk: %s", testkit.LastLine(out))
 	expectCSVSucceeded(t, operatorNamespace, firstVersion)
 }
 
@@ -190,7 +189,7 @@ func testALMExamples(t *testing.T) {
 		NewWithT(t).Eventually(func(g Gomega) {
 			got, err := cluster.Get(ctx, u.GroupVersionKind(), ns, u.GetName())
 			g.Expect(err).NotTo(HaveOccurred())
-			status, reason, msg := realnode.Condition(got, cond)
+			status, reason, msg := testkit.Condition(got, cond)
 			g.Expect(status).To(Equal("True"), "%s %s: %s %s: %s", u.GetKind(), u.GetName(), cond, reason, msg)
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	}
@@ -203,38 +202,6 @@ func testALMExamples(t *testing.T) {
 	// for the upgrade to adopt.
 	out, err := cluster.Kubectl("delete", "-n", examplesNamespace, "webapp/webapp-full", "webapp/webapp-sample", "nginx/nginx-full", "--wait=true", "--timeout=180s")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), out)
-}
-
-func dbPassword(g Gomega, ns, name string) string {
-	s := &corev1.Secret{}
-	g.ExpectWithOffset(1, cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-db"}, s)).To(Succeed())
-	return string(s.Data["password"])
-}
-
-func expectServing(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		dep := &appsv1.Deployment{}
-		g.Expect(cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-		g.Expect(*dep.Spec.Replicas).To(Equal(replicas))
-		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
-	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
-}
-
-// releaseRevisions maps each Helm release of the examples and the WebApp to
-// its revisions' Secrets.
-func releaseRevisions(g Gomega) map[string][]string {
-	var secrets corev1.SecretList
-	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
-	revs := map[string][]string{}
-	for _, s := range secrets.Items {
-		key := s.Namespace + "/" + s.Labels["name"]
-		revs[key] = append(revs[key], s.Name)
-	}
-	for _, v := range revs {
-		slices.Sort(v)
-	}
-	return revs
 }
 
 // testBundleUpgrade: `operator-sdk run bundle-upgrade` to the next version
@@ -250,13 +217,14 @@ func testBundleUpgrade(t *testing.T) {
 	cluster.ClientPod(t, ns, realnode.NginxImage)
 	host := name + "." + ns + ".svc.cluster.local"
 	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1))
-	expectServing(t, ns, name, 1)
-	password := dbPassword(g, ns, name)
+	cluster.ExpectServing(t, ns, name, 1)
+	password := cluster.DBPassword(g, ns, name)
 	value := "order-" + rand.String(8)
 	out, err := cluster.HTTPGet(ns, host, 80, "/write?v="+value)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("200 OK"))
-	before := releaseRevisions(g)
+	before, err := cluster.Releases(ctx)
+	g.Expect(err).To(Succeed())
 	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
 
 	start := time.Now()
@@ -285,8 +253,8 @@ func testBundleUpgrade(t *testing.T) {
 		out, _ := cluster.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", "manager")
 		return out
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Release reconciled.*"name":"shop","namespace":"olm-webapp"|Release reconciled.*"namespace":"olm-webapp".*"name":"shop"|"shop".*Release reconciled`), "the new operator reconciles the WebApp")
-	g.Expect(releaseRevisions(g)).To(Equal(before), "no release got a new revision from the new operator")
-	g.Expect(dbPassword(g, ns, name)).To(Equal(password), "the generated password survives the upgrade")
+	g.Expect(cluster.Releases(ctx)).To(Equal(before), "no release got a new revision from the new operator")
+	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password), "the generated password survives the upgrade")
 	out, err = cluster.HTTPGet(ns, host, 80, "/read")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring(value), "the data written before the upgrade")
@@ -305,14 +273,14 @@ func testBundleUpgrade(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	t.Logf("edit admitted %s after the first try, %s after bundle-upgrade started", time.Since(edit).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	g.Eventually(func(g Gomega) {
-		cr, err := cluster.Get(ctx, webAppGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := realnode.Condition(cr, "Deployed")
+		status, reason, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Deployed")
 		g.Expect([]string{status, reason}).To(Equal([]string{"True", "UpgradeSuccessful"}), msg)
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	expectServing(t, ns, name, 2)
-	g.Expect(releaseRevisions(g)[ns+"/"+name]).To(HaveLen(len(before[ns+"/"+name]) + 1))
-	g.Expect(dbPassword(g, ns, name)).To(Equal(password))
+	cluster.ExpectServing(t, ns, name, 2)
+	after, err := cluster.Releases(ctx)
+	g.Expect(err).To(Succeed())
+	g.Expect(after[ns+"/"+name]).To(HaveLen(len(before[ns+"/"+name]) + 1))
+	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password))
 }
 
 // testCleanup follows the README's uninstall order: the custom resources
@@ -344,7 +312,7 @@ func testCleanup(t *testing.T) {
 		for _, c := range crds.Items {
 			g.Expect(c.Spec.Group).NotTo(BeElementOf("web.acme.com", "tenancy.acme.com", "autoscaling.acme.com"), "CRD %s left", c.Name)
 		}
-		g.Expect(releaseRevisions(g)).To(BeEmpty(), "Helm release Secrets left")
+		g.Expect(cluster.Releases(ctx)).To(BeEmpty(), "Helm release Secrets left")
 		var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
 		g.Expect(cluster.Client.List(ctx, &hooks, client.MatchingLabels{"olm.owner.namespace": operatorNamespace})).To(Succeed())
 		g.Expect(hooks.Items).To(BeEmpty(), "webhook configurations left")
@@ -412,7 +380,7 @@ func testWebhook(t *testing.T) {
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring(`The WebApp "shop" is invalid: metadata.name: Forbidden: release shop in namespace ` +
 		ns + " belongs to Nginx " + ns + "/shop; rename this WebApp"))
-	t.Logf("refused: %s", lastLine(out))
+	t.Logf("refused: %s", testkit.LastLine(out))
 	out, err = cluster.KubectlIn("{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: ports}, "+
 		"spec: {containerPort: 8081, statusPort: 8081}}", "apply", "-n", ns, "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
@@ -479,13 +447,11 @@ spec:
   image: {repository: %s, tag: %q}
 `, name, realnode.NginxRepo, realnode.NginxTag))
 	g.Eventually(func(g Gomega) {
-		cr, err := cluster.Get(ctx, nginxGVK, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		status, reason, msg := realnode.Condition(cr, "Deployed")
+		status, reason, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 		g.Expect(status).To(Equal("True"), "%s: %s", reason, msg)
 		dep := &appsv1.Deployment{}
 		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-		g.Expect(realnode.Available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 	t.Log("uninstall in the README's order: the resource, then the Subscription and its CSV")
@@ -516,9 +482,4 @@ func testOLMUninstall(t *testing.T) {
 			g.Expect(c.Spec.Group).NotTo(Equal("operators.coreos.com"), "CRD %s left", c.Name)
 		}
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }

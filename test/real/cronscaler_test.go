@@ -36,8 +36,8 @@ func runningPods(g Gomega, ns, name string) int {
 func TestCronScalerRealPods(t *testing.T) {
 	g := NewWithT(t)
 	const ns = "real-cronscaler"
-	createNamespace(t, ns)
-	apply(t, ns, fmt.Sprintf(`apiVersion: apps/v1
+	cluster.CreateNamespace(t, ns)
+	cluster.Apply(t, ns, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: worker
@@ -70,13 +70,13 @@ spec:
 `, replicas)
 	}
 	start := time.Now()
-	apply(t, ns, scaler(3))
+	cluster.Apply(t, ns, scaler(3))
 	g.Eventually(func() int { return runningPods(g, ns, "worker") }).
 		WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Equal(3))
 	t.Logf("3 pods Ready %s after the CronScaler was applied", time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
-	apply(t, ns, scaler(1))
+	cluster.Apply(t, ns, scaler(1))
 	g.Eventually(func(g Gomega) {
 		var pods corev1.PodList
 		g.Expect(cluster.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": "worker"})).To(Succeed())

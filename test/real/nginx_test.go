@@ -3,19 +3,16 @@ package real
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/realnode"
+	"github.com/acme/platform-operator/test/testkit"
 )
-
-var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
 
 // nginxManifest is an Nginx on the stand-in image whose server answers
 // greeting at /.
@@ -43,15 +40,15 @@ func TestNginxServes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "real-nginx"
-	createNamespace(t, ns)
-	clientPod(t, ns)
+	cluster.CreateNamespace(t, ns)
+	cluster.ClientPod(t, ns, realnode.NginxImage)
 
 	created := time.Now()
-	apply(t, ns, nginxManifest("site", "hello from v1"))
+	cluster.Apply(t, ns, nginxManifest("site", "hello from v1"))
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-nginx"}, dep)).To(Succeed())
-		g.Expect(available(dep)).To(BeTrue(), "status: %+v", dep.Status)
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
 	}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	t.Logf("2 nginx pods Ready %s after the Nginx was applied", time.Since(created).Round(time.Millisecond))
 	sc := dep.Spec.Template.Spec.Containers[0].SecurityContext
@@ -61,32 +58,25 @@ func TestNginxServes(t *testing.T) {
 
 	host := "site-nginx." + ns + ".svc.cluster.local"
 	g.Eventually(func(g Gomega) {
-		out, err := httpGet(ns, host, 80, "/")
+		out, err := cluster.HTTPGet(ns, host, 80, "/")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring("200 OK"))
 		g.Expect(out).To(ContainSubstring("hello from v1"))
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-	out, _ := httpGet(ns, host, 80, "/")
-	t.Logf("answer through the Service: %q", lastLine(out))
+	out, _ := cluster.HTTPGet(ns, host, 80, "/")
+	t.Logf("answer through the Service: %q", testkit.LastLine(out))
 
 	t.Log("a spec edit rolls the pods and changes the answer")
 	edited := time.Now()
-	apply(t, ns, nginxManifest("site", "hello from v2"))
+	cluster.Apply(t, ns, nginxManifest("site", "hello from v2"))
 	g.Eventually(func(g Gomega) {
-		out, err := httpGet(ns, host, 80, "/")
+		out, err := cluster.HTTPGet(ns, host, 80, "/")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring("hello from v2"))
 		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
-		g.Expect(available(dep)).To(BeTrue())
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue())
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("new answer %s after the edit", time.Since(edited).Round(time.Millisecond))
-	cr, err := getCR(ctx, nginxGVK, ns, "site")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, reason, _ := condition(cr, "Deployed")
+	_, reason, _ := cluster.ConditionOf(g, testkit.NginxGVK, ns, "site", "Deployed")
 	g.Expect(reason).To(Equal("UpgradeSuccessful"))
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -70,7 +70,7 @@ func TestOperatorPod(t *testing.T) {
 		g.Expect(cs.Ready).To(BeTrue(), "container %s", cs.Name)
 		g.Expect(cs.Image).To(ContainSubstring(operatorImage))
 	}
-	out, err := kubectl("get", "pods", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--no-headers")
+	out, err := cluster.Kubectl("get", "pods", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--no-headers")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`\s2/2\s+Running\s`))
 	t.Logf("operator pod: %s", strings.TrimSpace(out))
@@ -84,8 +84,8 @@ func TestOperatorPod(t *testing.T) {
 		}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed(), "Lease %s", name)
 	}
 
-	createNamespace(t, "real-metrics")
-	apply(t, "real-metrics", `apiVersion: v1
+	cluster.CreateNamespace(t, "real-metrics")
+	cluster.Apply(t, "real-metrics", `apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: scraper
@@ -109,7 +109,7 @@ subjects:
   namespace: real-metrics
 `)
 	token := func(sa string) string {
-		out, err := kubectl("create", "token", sa, "-n", "real-metrics")
+		out, err := cluster.Kubectl("create", "token", sa, "-n", "real-metrics")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		return strings.TrimSpace(out)
 	}

@@ -9,18 +9,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/realnode"
+	"github.com/acme/platform-operator/test/testkit"
 )
-
-// readyOf returns the Ready condition of a custom resource.
-func readyOf(g Gomega, gvk schema.GroupVersionKind, ns, name string) (status, reason, message string) {
-	cr, err := getCR(context.Background(), gvk, ns, name)
-	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return condition(cr, "Ready")
-}
 
 // TestWebAppReadyFollowsItsPods: a WebApp whose image cannot be pulled is
 // Ready=False naming ImagePullBackOff (or ErrImagePull) and the image
@@ -30,42 +23,40 @@ func TestWebAppReadyFollowsItsPods(t *testing.T) {
 	g := NewWithT(t)
 	const ns, name = "real-ready-webapp", "cart"
 	const missing = "localhost:5000/webapp-test-app:does-not-exist"
-	createNamespace(t, ns)
-	clientPod(t, ns)
+	cluster.CreateNamespace(t, ns)
+	cluster.ClientPod(t, ns, realnode.NginxImage)
 
 	bad := strings.Replace(realnode.WebAppManifest(name, 1), "webAppImage: "+realnode.AppImage, "webAppImage: "+missing, 1)
 	g.Expect(bad).To(ContainSubstring(missing))
 	applied := time.Now()
-	apply(t, ns, bad)
+	cluster.Apply(t, ns, bad)
 	g.Eventually(func(g Gomega) {
-		status, reason, msg := readyOf(g, webAppGVK, ns, name)
+		status, reason, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
 		g.Expect(status).To(Equal("False"))
 		g.Expect(reason).To(Equal("Progressing"))
 		g.Expect(msg).To(ContainSubstring("Deployment " + name))
 		g.Expect(msg).To(MatchRegexp(`Pod ` + name + `-[a-z0-9-]+: (ImagePullBackOff|ErrImagePull) \(` + missing + `\)`))
 	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
-	_, _, msg := readyOf(g, webAppGVK, ns, name)
+	_, _, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
 	t.Logf("Ready=False %s after apply: %s", time.Since(applied).Round(time.Second), msg)
 	g.Consistently(func(g Gomega) {
-		status, _, _ := readyOf(g, webAppGVK, ns, name)
+		status, _, _ := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
 		g.Expect(status).NotTo(Equal("True"))
 	}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 	t.Log("fix the image: Ready once the app answers and PostgreSQL accepts connections")
 	fixed := time.Now()
-	apply(t, ns, realnode.WebAppManifest(name, 1))
-	out, err := kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=240s")
+	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1))
+	out, err := cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=240s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Logf("Ready=True %s after the fix", time.Since(fixed).Round(time.Millisecond))
-	out, err = httpGet(ns, name+"."+ns+".svc.cluster.local", 80, "/")
+	out, err = cluster.HTTPGet(ns, name+"."+ns+".svc.cluster.local", 80, "/")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("connected to app as app on " + name + "-db"))
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data-" + name + "-db-0"}, pvc)).To(Succeed())
 	g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
-	cr, err := getCR(context.Background(), webAppGVK, ns, name)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, _, msg = condition(cr, "Ready")
+	_, _, msg = cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
 	t.Logf("Ready message: %s", msg)
 }
 
@@ -74,8 +65,8 @@ func TestWebAppReadyFollowsItsPods(t *testing.T) {
 func TestNginxReadyWithAFailingProbe(t *testing.T) {
 	g := NewWithT(t)
 	const ns, name = "real-ready-nginx", "closed"
-	createNamespace(t, ns)
-	apply(t, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
+	cluster.CreateNamespace(t, ns)
+	cluster.Apply(t, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: %s
@@ -91,11 +82,11 @@ spec:
     }
 `, name, realnode.NginxRepo, realnode.NginxTag))
 	g.Eventually(func(g Gomega) {
-		status, reason, msg := readyOf(g, nginxGVK, ns, name)
+		status, reason, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Ready")
 		g.Expect([]string{status, reason}).To(Equal([]string{"False", "Progressing"}))
 		g.Expect(msg).To(ContainSubstring("Deployment " + name + "-nginx"))
 		g.Expect(msg).To(ContainSubstring("readiness probe failing"))
 	}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
-	_, _, msg := readyOf(g, nginxGVK, ns, name)
+	_, _, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Ready")
 	t.Logf("Ready message: %s", msg)
 }

@@ -7,17 +7,12 @@
 package real
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/acme/platform-operator/test/realnode"
 )
@@ -52,10 +47,10 @@ func setup(c *realnode.Cluster) error {
 		return fmt.Errorf("kustomize build: %w", err)
 	}
 	start = time.Now()
-	if out, err := kubectlIn(string(manifests), "apply", "--server-side", "-f", "-"); err != nil {
+	if out, err := cluster.KubectlIn(string(manifests), "apply", "--server-side", "-f", "-"); err != nil {
 		return fmt.Errorf("deploying the operator: %w\n%s", err, out)
 	}
-	if out, err := kubectl("rollout", "status", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--timeout=180s"); err != nil {
+	if out, err := cluster.Kubectl("rollout", "status", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--timeout=180s"); err != nil {
 		dumpOperator()
 		return fmt.Errorf("the operator did not become ready: %w\n%s", err, out)
 	}
@@ -65,38 +60,12 @@ func setup(c *realnode.Cluster) error {
 
 // dumpOperator prints the operator Pod and its containers' logs.
 func dumpOperator() {
-	out, _ := kubectl("get", "pods", "-A", "-o", "wide")
+	out, _ := cluster.Kubectl("get", "pods", "-A", "-o", "wide")
 	fmt.Fprintln(os.Stderr, out)
-	out, _ = kubectl("describe", "pods", "-n", operatorNamespace)
+	out, _ = cluster.Kubectl("describe", "pods", "-n", operatorNamespace)
 	fmt.Fprintln(os.Stderr, out)
 	for _, c := range []string{"manager", "extensions"} {
-		out, _ = kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", c, "--tail=80")
+		out, _ = cluster.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", c, "--tail=80")
 		fmt.Fprintf(os.Stderr, "--- logs of %s\n%s\n", c, out)
 	}
-}
-
-// The suite's shorthands for test/realnode.
-func kubectl(args ...string) (string, error) { return cluster.Kubectl(args...) }
-func kubectlIn(stdin string, args ...string) (string, error) {
-	return cluster.KubectlIn(stdin, args...)
-}
-func createNamespace(t *testing.T, name string) { t.Helper(); cluster.CreateNamespace(t, name) }
-func apply(t *testing.T, ns, manifest string)   { t.Helper(); cluster.Apply(t, ns, manifest) }
-func available(d *appsv1.Deployment) bool       { return realnode.Available(d) }
-func condition(u *unstructured.Unstructured, t string) (string, string, string) {
-	return realnode.Condition(u, t)
-}
-func getCR(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	return cluster.Get(ctx, gvk, ns, name)
-}
-func httpGet(ns, host string, port int, path string) (string, error) {
-	return cluster.HTTPGet(ns, host, port, path)
-}
-
-// clientPod starts the Pod named client that makes requests from inside the
-// cluster network, on the nginx stand-in (its Debian has bash).
-func clientPod(t *testing.T, ns string) string {
-	t.Helper()
-	cluster.ClientPod(t, ns, realnode.NginxRepo+":"+realnode.NginxTag)
-	return "client"
 }

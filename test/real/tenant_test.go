@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/realnode"
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // TestTenantQuotaOnRealPods: a NamespaceTenant's admin creates a
@@ -23,7 +24,7 @@ func TestTenantQuotaOnRealPods(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const tenantNS, admin = "real-tenant-app", "sam"
-	apply(t, "", `apiVersion: tenancy.acme.com/v1alpha1
+	cluster.Apply(t, "", `apiVersion: tenancy.acme.com/v1alpha1
 kind: NamespaceTenant
 metadata:
   name: real-tenant
@@ -37,7 +38,7 @@ spec:
 		g.Expect(cluster.Client.List(ctx, &quotas, client.InNamespace(tenantNS))).To(Succeed())
 		g.Expect(quotas.Items).NotTo(BeEmpty())
 	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-	out, err := kubectl("wait", "--for=condition=Ready", "namespacetenant/real-tenant", "--timeout=60s")
+	out, err := cluster.Kubectl("wait", "--for=condition=Ready", "namespacetenant/real-tenant", "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	nsObj := &corev1.Namespace{}
 	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: tenantNS}, nsObj)).To(Succeed())
@@ -45,12 +46,12 @@ spec:
 	var limits corev1.LimitRangeList
 	g.Expect(cluster.Client.List(ctx, &limits, client.InNamespace(tenantNS))).To(Succeed())
 	g.Expect(limits.Items).NotTo(BeEmpty(), "Ready means the limits are in place")
-	out, err = kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
+	out, err = cluster.Kubectl("get", "networkpolicies", "-n", tenantNS, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).NotTo(BeEmpty(), "the tenant's NetworkPolicies are admitted")
 
 	t.Log("the admin's Deployment runs")
-	out, err = kubectlIn(fmt.Sprintf(`apiVersion: apps/v1
+	out, err = cluster.KubectlIn(fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: team-app
@@ -73,7 +74,7 @@ spec:
 	g.Eventually(func(g Gomega) {
 		dep := &appsv1.Deployment{}
 		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "team-app"}, dep)).To(Succeed())
-		g.Expect(available(dep)).To(BeTrue())
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue())
 	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	t.Logf("the admin's pod Ready %s after the Deployment was created", time.Since(start).Round(time.Millisecond))
 	var pods corev1.PodList
@@ -82,7 +83,7 @@ spec:
 	g.Expect(pods.Items[0].Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("100m"), "the LimitRange's default request")
 
 	t.Log("a pod over the quota is refused")
-	out, err = kubectlIn(fmt.Sprintf(`apiVersion: v1
+	out, err = cluster.KubectlIn(fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: too-big
@@ -96,8 +97,8 @@ spec:
 `, realnode.AppImage), "apply", "-n", tenantNS, "--as", admin, "-f", "-")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("exceeded quota"))
-	t.Logf("refused: %s", lastLine(out))
+	t.Logf("refused: %s", testkit.LastLine(out))
 
-	out, err = kubectl("delete", "namespacetenant", "real-tenant", "--wait=true", "--timeout=180s")
+	out, err = cluster.Kubectl("delete", "namespacetenant", "real-tenant", "--wait=true", "--timeout=180s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // TestWebhookRefusesAtApply: the sidecar's admission webhook, served from
@@ -16,9 +18,9 @@ import (
 func TestWebhookRefusesAtApply(t *testing.T) {
 	g := NewWithT(t)
 	const ns = "real-webhook"
-	createNamespace(t, ns)
+	cluster.CreateNamespace(t, ns)
 
-	apply(t, ns, `apiVersion: web.acme.com/v1alpha1
+	cluster.Apply(t, ns, `apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: shop
@@ -26,7 +28,7 @@ spec:
   replicaCount: 0
 `)
 	start := time.Now()
-	out, err := kubectlIn(`apiVersion: web.acme.com/v1alpha1
+	out, err := cluster.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: WebApp
 metadata:
   name: shop
@@ -39,9 +41,9 @@ spec:
 	// kubectl prints the webhook's field error as it prints the schema's.
 	g.Expect(out).To(ContainSubstring(`The WebApp "shop" is invalid: metadata.name: Forbidden: release shop in namespace ` +
 		ns + " belongs to Nginx " + ns + "/shop; rename this WebApp"))
-	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), lastLine(out))
+	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), testkit.LastLine(out))
 
-	out, err = kubectlIn(`apiVersion: web.acme.com/v1alpha1
+	out, err = cluster.KubectlIn(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
 metadata:
   name: ports
@@ -51,8 +53,8 @@ spec:
 `, "apply", "-n", ns, "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("containerPort and statusPort must differ"))
-	t.Logf("refused: %s", lastLine(out))
-	out, err = kubectl("get", "webapps,nginxes", "-n", ns, "-o", "name")
+	t.Logf("refused: %s", testkit.LastLine(out))
+	out, err = cluster.Kubectl("get", "webapps,nginxes", "-n", ns, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.TrimSpace(out)).To(Equal("nginx.web.acme.com/shop"), "nothing refused is stored")
 }

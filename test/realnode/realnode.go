@@ -1,8 +1,9 @@
-// Package realnode is what the suites that run the operator on a real node
-// share: a local cluster with one real node (internal/localcluster), images
-// pushed to its registry, kubectl as a user types it, and the waits and
-// reads those suites repeat. The suites themselves (test/olm) say what is
-// tested; this package only drives the cluster.
+// Package realnode brings up what the suites that run the operator on a
+// real node share: a local cluster with one real node
+// (internal/localcluster), images pushed to its registry, and requests
+// made from a Pod inside the cluster network. What the suites do to the
+// cluster once it is up is test/testkit's, which Cluster embeds; the
+// suites themselves (test/real, test/olm) say what is tested.
 package realnode
 
 import (
@@ -12,37 +13,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/test/testkit"
 )
 
-// Cluster is a running local cluster with a real node.
+// Cluster is a running local cluster with a real node. Its Kube drives it
+// from the repository's root as admin; the client knows the core, apps
+// and apiextensions types (unstructured for the rest).
 type Cluster struct {
-	// Root is the repository's root directory.
-	Root string
-	// Kubeconfig is the admin kubeconfig of the cluster.
-	Kubeconfig string
-	// Client talks to the cluster as admin (core, apps and apiextensions
-	// types; unstructured for the rest).
-	Client client.Client
+	*testkit.Kube
 	// RegistryCA is the CA file that clients of the registry's HTTPS
 	// listener (localhost:5443, the same images as localhost:5000) trust.
 	RegistryCA string
 
-	kubectl string
-	lc      *localcluster.Cluster
+	lc *localcluster.Cluster
 }
 
 // Up starts a local cluster with a real node; root is the repository's
@@ -58,20 +46,12 @@ func Up(ctx context.Context, root string, log io.Writer) (*Cluster, error) {
 		_ = localcluster.Down(stateDir)
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
-	c := &Cluster{Root: root, Kubeconfig: lc.Kubeconfig, RegistryCA: lc.RegistryCA, kubectl: filepath.Join(binDir, "kubectl"), lc: lc}
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	kube, err := testkit.New(root, filepath.Join(binDir, "kubectl"), lc.Kubeconfig, apiextensionsv1.AddToScheme)
 	if err != nil {
 		_ = lc.Stop()
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	if c.Client, err = client.New(rc, client.Options{Scheme: scheme}); err != nil {
-		_ = lc.Stop()
-		return nil, err
-	}
-	return c, nil
+	return &Cluster{Kube: kube, RegistryCA: lc.RegistryCA, lc: lc}, nil
 }
 
 // Stop stops the cluster and removes its state.
@@ -86,99 +66,6 @@ func (c *Cluster) Push(images ...string) error {
 		}
 	}
 	return nil
-}
-
-// Kubectl runs kubectl against the cluster from the repository's root.
-func (c *Cluster) Kubectl(args ...string) (string, error) { return c.KubectlIn("", args...) }
-
-// KubectlIn runs kubectl with stdin.
-func (c *Cluster) KubectlIn(stdin string, args ...string) (string, error) {
-	return c.Run(stdin, c.kubectl, args...)
-}
-
-// Run runs a command with the cluster's kubeconfig in its environment,
-// from the repository's root, and returns its combined output.
-func (c *Cluster) Run(stdin, name string, args ...string) (string, error) {
-	return c.RunEnv(nil, stdin, name, args...)
-}
-
-// RunEnv is Run with more environment variables (KEY=value).
-func (c *Cluster) RunEnv(env []string, stdin, name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+c.kubectl), env...)
-	cmd.Dir = c.Root
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// Apply applies a manifest with kubectl, in namespace ns unless it is empty.
-func (c *Cluster) Apply(t testing.TB, ns, manifest string) {
-	t.Helper()
-	args := []string{"apply", "-f", "-"}
-	if ns != "" {
-		args = append(args, "-n", ns)
-	}
-	if out, err := c.KubectlIn(manifest, args...); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-}
-
-// CreateNamespace creates a namespace.
-func (c *Cluster) CreateNamespace(t testing.TB, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{}
-	ns.Name = name
-	if err := c.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-}
-
-// Get reads one object of any kind.
-func (c *Cluster) Get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
-}
-
-// List lists the objects of a kind in ns ("" for all namespaces).
-func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, ns string, opts ...client.ListOption) ([]unstructured.Unstructured, error) {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
-	err := c.Client.List(ctx, l, opts...)
-	return l.Items, err
-}
-
-// Condition returns the status, reason and message of the condition of
-// type t in u's status.
-func Condition(u *unstructured.Unstructured, t string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == t {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-			message, _ = m["message"].(string)
-			return status, reason, message
-		}
-	}
-	return "", "", ""
-}
-
-// Available reports whether every desired replica of d is ready and
-// updated.
-func Available(d *appsv1.Deployment) bool {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
-		d.Status.ReadyReplicas == want && d.Status.Replicas == want
 }
 
 // ExecIn runs a command in a container of a Pod.

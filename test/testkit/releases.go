@@ -1,0 +1,44 @@
+package testkit
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Helm stores each revision of a release in a Secret labelled
+// owner=helm and name=<release>, in the release's namespace.
+
+// ReleaseRevisions lists the revision Secrets of release in ns, by name,
+// in the order the API server lists them.
+func (k *Kube) ReleaseRevisions(ctx context.Context, ns, release string) ([]string, error) {
+	var list corev1.SecretList
+	if err := k.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names, nil
+}
+
+// Releases maps every Helm release of the cluster, as namespace/name, to
+// its revision Secrets, by name, sorted.
+func (k *Kube) Releases(ctx context.Context) (map[string][]string, error) {
+	var secrets corev1.SecretList
+	if err := k.Client.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"}); err != nil {
+		return nil, err
+	}
+	revs := map[string][]string{}
+	for _, s := range secrets.Items {
+		key := s.Namespace + "/" + s.Labels["name"]
+		revs[key] = append(revs[key], s.Name)
+	}
+	for _, v := range revs {
+		slices.Sort(v)
+	}
+	return revs, nil
+}
