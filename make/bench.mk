@@ -1,0 +1,29 @@
+# Benchmarks: they print figures, they are not tests (docs/benchmarks.md).
+# Included by the Makefile.
+
+##@ Benchmarks
+
+.PHONY: bench-cronscaler
+bench-cronscaler: cluster-binaries build ## Benchmark: 1000 CronScalers firing in the same minute (lag, CPU, RSS).
+	go run ./hack/bench/cronscaler --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions --crd-dir config/crd/bases
+
+.PHONY: bench-admission
+bench-admission: cluster-binaries build ## Benchmark: 1000 Nginx creates and edits through the admission webhook.
+	go run ./hack/bench/admission --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions $(BENCH_ARGS)
+
+# A comma, for lists inside $(if ...).
+, := ,
+
+.PHONY: bench
+bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm-operator ## Benchmark: our Helm runtime against its peers (QUICK=1, N10K=1).
+	go run ./hack/bench/runtime --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager \
+	  --helm-operator-plugins $(LOCALBIN)/helm-operator-plugins --sdk-helm-operator $(LOCALBIN)/helm-operator \
+	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) \
+	  $(if $(N10K),-n 10000 -runtimes floor$(,)ours -spec '{"replicaCount":0}' -phase-timeout 60m -settle 30m) $(BENCH_ARGS)
+
+# Peers of the runtime benchmark (make bench), built from pinned modules.
+$(LOCALBIN)/helm-operator-plugins: hack/tools/helm-operator-plugins/go.mod
+	cd hack/tools/helm-operator-plugins && go build -o $@ github.com/operator-framework/helm-operator-plugins
+
+$(LOCALBIN)/helm-operator: hack/tools/sdk-helm-operator/go.mod
+	cd hack/tools/sdk-helm-operator && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/helm-operator

@@ -1,0 +1,30 @@
+# The test tiers (DEVELOPMENT.md). Included by the Makefile.
+
+##@ Test
+
+.PHONY: test
+test: test-unit test-integration test-e2e ## Every test: unit, integration (API server), end-to-end (local cluster).
+
+.PHONY: test-unit
+test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+	go test -count=1 $$(go list ./... | grep -v -e /test/e2e)
+
+.PHONY: test-integration
+test-integration: cluster-binaries ## Integration tests on a real etcd + kube-apiserver (envtest, bin/k8s).
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/crdgen/...
+
+.PHONY: test-e2e
+test-e2e: cluster-binaries build ## End-to-end tests: both binaries on a full local cluster.
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
+
+.PHONY: test-reliability
+test-reliability: cluster-binaries build ## Reliability scenarios at full length (docs/reliability.md).
+	RELIABILITY_LONG=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 60m ./test/e2e/... -run 'TestReliability' -v
+
+.PHONY: test-real
+test-real: node-deps node-binaries build kustomize ## End to end on a real node (root): the image from config/default.
+	hack/test-real.sh
+
+.PHONY: test-olm
+test-olm: node-deps node-binaries build kustomize helm operator-sdk ## OLM end to end on a real node (root): bundle, upgrade, catalog.
+	OLM_IMG=$(OLM_IMG) OPM_IMG=$(OPM_IMG) SCORECARD_IMG=$(SCORECARD_IMG) hack/test-olm.sh
