@@ -93,7 +93,7 @@ func expectCSVSucceeded(t *testing.T, ns, version string) {
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
-// testRunBundle: `operator-sdk run bundle` as the README says it, with the
+// testRunBundle: `operator-sdk run bundle` as docs/operations.md says it, with the
 // opm image built from source as the index and decompression image.
 func testRunBundle(t *testing.T) {
 	g := NewWithT(t)
@@ -283,7 +283,7 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password))
 }
 
-// testCleanup follows the README's uninstall order: the custom resources
+// testCleanup follows the uninstall order of docs/operations.md: the custom resources
 // first, so their finalizers run, then `operator-sdk cleanup`. Nothing of
 // the operator or its releases is left.
 func testCleanup(t *testing.T) {
@@ -454,7 +454,7 @@ spec:
 		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
-	t.Log("uninstall in the README's order: the resource, then the Subscription and its CSV")
+	t.Log("uninstall in the order of docs/operations.md: the resource, then the Subscription and its CSV")
 	out, err = cluster.Kubectl("delete", "nginx", name, "-n", ns, "--wait=true", "--timeout=120s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = cluster.Kubectl("delete", "-n", subNamespace, "subscription/platform-operator", "csv/"+csvName(firstVersion), "--wait=true", "--timeout=120s")

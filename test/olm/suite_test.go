@@ -19,7 +19,7 @@ import (
 )
 
 const (
-	// The operator's namespace, as the README's OLM instructions use it.
+	// The operator's namespace, as the OLM instructions of docs/operations.md use it.
 	operatorNamespace  = "platform-operator-system"
 	operatorDeployment = "platform-operator-controller-manager"
 	packageName        = "platform-operator"
