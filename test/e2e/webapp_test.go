@@ -194,8 +194,12 @@ func TestWebAppLifecycle(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed())
 	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	expectDeployed(t, testkit.WebAppGVK, ns, name, "UpgradeSuccessful")
-	g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
-	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("1Gi"), "prod database resources")
+	// Deployed says UpgradeSuccessful since the image change already, and
+	// Helm updates the StatefulSet after the Deployment: wait for it.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, dbKey, sts)).To(Succeed())
+		g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("1Gi"), "prod database resources")
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"),
 		"an existing database keeps the volume it was created with")
 
