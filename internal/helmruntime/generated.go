@@ -91,11 +91,9 @@ func (t *generatedValuesTranslator) Translate(ctx context.Context, obj *unstruct
 	// what this returns with the chart's defaults: release.Values.Compute
 	// is the same three steps in one call.
 	vals := runtime.DeepCopyJSON(specMap)
-	if len(release.Missing(vals, t.values)) == 0 {
-		return vals, nil
-	}
 
-	// The values stored with the release, read at the first missing value.
+	// The values stored with the release, read at the first missing value
+	// (a spec that sets every generated value reads nothing).
 	var stored map[string]interface{}
 	read := false
 	fill := func(gv manifest.CompiledValue) (string, error) {

@@ -180,17 +180,13 @@ func RecordOwner(record metav1.Object, namespace string, claimant Owner) (Owner,
 
 // LatestRecord returns the latest revision among the storage Secrets of one
 // release (Helm's "version" label); nil when there is none.
-func LatestRecord[T any, P interface {
-	*T
-	metav1.Object
-}](records []T) P {
-	var latest P
+func LatestRecord(records []metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	var latest *metav1.PartialObjectMetadata
 	latestVersion := -1
 	for i := range records {
-		p := P(&records[i])
-		v, err := strconv.Atoi(p.GetLabels()["version"])
+		v, err := strconv.Atoi(records[i].Labels["version"])
 		if err == nil && v > latestVersion {
-			latest, latestVersion = p, v
+			latest, latestVersion = &records[i], v
 		}
 	}
 	return latest

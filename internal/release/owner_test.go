@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -40,10 +39,10 @@ func TestJudge(t *testing.T) {
 
 func TestLatestRecord(t *testing.T) {
 	g := NewWithT(t)
-	record := func(name, version string) corev1.Secret {
-		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"version": version}}}
+	record := func(name, version string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"version": version}}}
 	}
-	records := []corev1.Secret{
+	records := []metav1.PartialObjectMetadata{
 		record("sh.helm.release.v1.web.v2", "2"),
 		record("sh.helm.release.v1.web.v10", "10"), // numerically, not as text
 		record("not-a-revision", "latest"),
@@ -55,6 +54,6 @@ func TestLatestRecord(t *testing.T) {
 	g.Expect(latest.Name).To(Equal("sh.helm.release.v1.web.v10"))
 	g.Expect(latest).To(BeIdenticalTo(&records[1]), "a pointer into the list")
 
-	g.Expect(LatestRecord([]corev1.Secret{record("x", "x"), {}})).To(BeNil(), "no numeric version")
-	g.Expect(LatestRecord([]corev1.Secret(nil))).To(BeNil())
+	g.Expect(LatestRecord([]metav1.PartialObjectMetadata{record("x", "x"), {}})).To(BeNil(), "no numeric version")
+	g.Expect(LatestRecord([]metav1.PartialObjectMetadata(nil))).To(BeNil())
 }

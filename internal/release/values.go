@@ -65,7 +65,7 @@ func ApplyOverrides(vals map[string]interface{}, overrides map[string]string) er
 // FillGenerated sets every value of generated that vals leave empty to
 // what fill returns.
 func FillGenerated(vals map[string]interface{}, generated []manifest.CompiledValue, fill Fill) error {
-	for _, gv := range Missing(vals, generated) {
+	for _, gv := range missing(vals, generated) {
 		value, err := fill(gv)
 		if err != nil {
 			return err
@@ -77,8 +77,8 @@ func FillGenerated(vals map[string]interface{}, generated []manifest.CompiledVal
 	return nil
 }
 
-// Missing returns the generated values that vals leave empty.
-func Missing(vals map[string]interface{}, generated []manifest.CompiledValue) []manifest.CompiledValue {
+// missing returns the generated values that vals leave empty.
+func missing(vals map[string]interface{}, generated []manifest.CompiledValue) []manifest.CompiledValue {
 	var missing []manifest.CompiledValue
 	for _, gv := range generated {
 		if s, _ := NestedString(vals, gv.Segments); s == "" {
