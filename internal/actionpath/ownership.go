@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/acme/platform-operator/internal/claims"
 	"github.com/acme/platform-operator/internal/release"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,6 +52,11 @@ const ReasonReleaseNameConflict = "ReleaseNameConflict"
 // ReasonInvalidReleaseName is the reason of the Warning Event emitted when
 // a resource's name cannot name a Helm release.
 const ReasonInvalidReleaseName = "InvalidReleaseName"
+
+// ReasonObjectConflict is the reason of the Warning Event emitted when an
+// object a resource's chart renders exists and belongs to another release
+// (or to none), so Helm refuses the install.
+const ReasonObjectConflict = "ObjectConflict"
 
 // ReasonReleaseAdopted is the reason of the Normal Event emitted when a
 // release whose recorded owner was deleted is adopted by the resource that
@@ -224,7 +232,56 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 		return nil, c.refuse(conflict)
 	}
 	c.refusals.forget(c.obj.GetUID())
-	return c.actionClient.Install(name, namespace, chrt, vals, append(opts, labelInstall(c.revisionLabels()))...)
+	rel, err := c.actionClient.Install(name, namespace, chrt, vals, append(opts, labelInstall(c.revisionLabels()))...)
+	if claims.ImportRefused(err) {
+		err = c.explainClash(name, namespace, chrt, vals, err)
+	}
+	return rel, err
+}
+
+// explainClash turns Helm's refusal to install over an object that is not
+// the release's own into the refusal the admission check gives for it (a
+// claims.ObjectClashError naming the object and its holder), reported and
+// terminal like the other refusals of this layer: retrying changes nothing
+// until the resource or the holder does. For resources the admission
+// webhook did not see. When the clash cannot be found again (the object
+// went, or the chart has dependencies, which are not rendered again
+// here), Helm's error stays.
+func (c *ownedActionClient) explainClash(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, helmErr error) error {
+	cfg := c.Config()
+	if cfg == nil || cfg.RESTClientGetter == nil || cfg.Capabilities == nil || len(chrt.Dependencies()) > 0 {
+		return helmErr
+	}
+	restCfg, err := cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		return helmErr
+	}
+	mapper, err := cfg.RESTClientGetter.ToRESTMapper()
+	if err != nil {
+		return helmErr
+	}
+	files, err := claims.Render(c.ctx, restCfg, chrt, vals,
+		chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}, cfg.Capabilities)
+	if err != nil {
+		return helmErr
+	}
+	objs, err := claims.FromManifests(files, namespace, mapper)
+	if err != nil {
+		return helmErr
+	}
+	var spec map[string]interface{}
+	if u, ok := c.obj.(*unstructured.Unstructured); ok {
+		spec, _ = u.Object["spec"].(map[string]interface{})
+	}
+	clash, err := claims.Checker{Reader: c.apiReader}.Objects(c.ctx, objs,
+		claims.Claimant{Owner: c.owner, ReleaseName: name, ReleaseNamespace: namespace, Spec: spec})
+	if err != nil || clash == nil {
+		return helmErr
+	}
+	c.log.Info("An object of the release belongs to another release; not installing", "release", namespace+"/"+name, "error", clash.Error())
+	c.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonObjectConflict, clash.Error())
+	c.refusals.refused(c.obj.GetUID(), ReasonObjectConflict, clash.Error())
+	return terminal{clash}
 }
 
 // Upgrade upgrades the release when this resource owns it.
@@ -287,5 +344,6 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 func refusedByOwnership(err error) bool {
 	var conflict *release.ConflictError
 	var invalid *release.InvalidNameError
-	return errors.As(err, &conflict) || errors.As(err, &invalid)
+	var clash *claims.ObjectClashError
+	return errors.As(err, &conflict) || errors.As(err, &invalid) || errors.As(err, &clash)
 }

@@ -12,7 +12,7 @@ import (
 
 // Refusals remembers the last refusal of the ownership layer per resource,
 // so that the status the library writes carries the refusal's reason
-// (ReleaseNameConflict, InvalidReleaseName) instead of its generic
+// (ReleaseNameConflict, InvalidReleaseName, ObjectConflict) instead of its generic
 // InstallError and ReconcileError: the library sets reasons of its own and
 // takes only the message from an action's error. An entry lives until the
 // resource's next action goes ahead (or its deletion).

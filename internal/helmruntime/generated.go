@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,9 +62,22 @@ type generatedValuesTranslator struct {
 	log      logr.Logger
 	// random returns a random string of n letters and digits.
 	random func(n int) (string, error)
+
+	// pending holds, per resource, the Events of its last translation,
+	// recorded once a reconcile with those values succeeds (Exec): a
+	// failed install keeps nothing, so it claims nothing, and its retries
+	// do not repeat the claim.
+	mu      sync.Mutex
+	pending map[types.UID][]pendingEvent
 }
 
-var _ values.Translator = (*generatedValuesTranslator)(nil)
+// pendingEvent is a Normal Event waiting for its release.
+type pendingEvent struct{ reason, message string }
+
+var (
+	_ values.Translator = (*generatedValuesTranslator)(nil)
+	_ hook.PostHook     = (*generatedValuesTranslator)(nil)
+)
 
 // newGeneratedValuesTranslator returns the translator for the values ch
 // declares, or nil when it declares none.
@@ -72,8 +89,21 @@ func newGeneratedValuesTranslator(ch *chart.Chart, acg helmclient.ActionClientGe
 	}
 	return &generatedValuesTranslator{
 		values: gvs, acg: acg, nsFor: nsFor, reader: reader, recorder: recorder, log: log,
-		random: randomString,
+		random: randomString, pending: map[types.UID][]pendingEvent{},
 	}, nil
+}
+
+// Exec records the Events of obj's last translation: the reconcile that
+// used its values succeeded, so the release keeps them.
+func (t *generatedValuesTranslator) Exec(obj *unstructured.Unstructured, _ hrelease.Release, _ logr.Logger) error {
+	t.mu.Lock()
+	events := t.pending[obj.GetUID()]
+	delete(t.pending, obj.GetUID())
+	t.mu.Unlock()
+	for _, e := range events {
+		t.recorder.Event(obj, corev1.EventTypeNormal, e.reason, e.message)
+	}
+	return nil
 }
 
 // Translate returns a copy of obj's spec with the generated values filled in.
@@ -96,6 +126,7 @@ func (t *generatedValuesTranslator) Translate(ctx context.Context, obj *unstruct
 	// (a spec that sets every generated value reads nothing).
 	var stored map[string]interface{}
 	read := false
+	var events []pendingEvent
 	fill := func(gv manifest.CompiledValue) (string, error) {
 		if !read {
 			ac, err := t.acg.ActionClientFor(ctx, obj)
@@ -111,51 +142,62 @@ func (t *generatedValuesTranslator) Translate(ctx context.Context, obj *unstruct
 			}
 			read = true
 		}
-		return t.resolve(ctx, obj, gv, stored)
+		v, event, err := t.resolve(ctx, obj, gv, stored)
+		if event != nil {
+			events = append(events, *event)
+		}
+		return v, err
 	}
-	if err := release.FillGenerated(vals, t.values, fill); err != nil {
+	err := release.FillGenerated(vals, t.values, fill)
+	t.mu.Lock()
+	if len(events) > 0 {
+		t.pending[obj.GetUID()] = events
+	} else {
+		delete(t.pending, obj.GetUID())
+	}
+	t.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return vals, nil
 }
 
-// resolve finds or makes the value of gv for obj. It never logs the value.
-func (t *generatedValuesTranslator) resolve(ctx context.Context, obj *unstructured.Unstructured, gv manifest.CompiledValue, stored map[string]interface{}) (string, error) {
+// resolve finds or makes the value of gv for obj, and the Event to record
+// once a release keeps it (nil for a value the release has already). It
+// never logs the value.
+func (t *generatedValuesTranslator) resolve(ctx context.Context, obj *unstructured.Unstructured, gv manifest.CompiledValue, stored map[string]interface{}) (string, *pendingEvent, error) {
 	log := t.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "path", gv.Path)
 	if s, _ := release.NestedString(stored, gv.Segments); s != "" {
-		return s, nil
+		return s, nil, nil
 	}
 	if gv.Secret != nil {
 		ns, err := t.nsFor(obj)
 		if err != nil {
-			return "", fmt.Errorf("map release namespace: %w", err)
+			return "", nil, fmt.Errorf("map release namespace: %w", err)
 		}
 		name, err := gv.SecretName(obj.GetName(), ns)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		var secret corev1.Secret
 		err = t.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &secret)
 		switch {
 		case err == nil:
 			if v := string(secret.Data[gv.Secret.Key]); v != "" {
-				log.Info("Recovered generated value from a kept Secret", "secret", name)
-				t.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonValueRecovered,
-					"Took %s from Secret %s, kept from an earlier release of the same name", gv.Path, name)
-				return v, nil
+				log.V(1).Info("Recovered generated value from a kept Secret", "secret", name)
+				return v, &pendingEvent{ReasonValueRecovered,
+					fmt.Sprintf("Took %s from Secret %s, kept from an earlier release of the same name", gv.Path, name)}, nil
 			}
 		case !apierrors.IsNotFound(err):
-			return "", fmt.Errorf("read Secret %s/%s for %s: %w", ns, name, gv.Path, err)
+			return "", nil, fmt.Errorf("read Secret %s/%s for %s: %w", ns, name, gv.Path, err)
 		}
 	}
 	v, err := t.random(gv.Length)
 	if err != nil {
-		return "", fmt.Errorf("generate %s: %w", gv.Path, err)
+		return "", nil, fmt.Errorf("generate %s: %w", gv.Path, err)
 	}
-	log.Info("Generated value", "length", gv.Length)
-	t.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonValueGenerated,
-		"Generated %s; it is kept for the life of the release", gv.Path)
-	return v, nil
+	log.V(1).Info("Generated value", "length", gv.Length)
+	return v, &pendingEvent{ReasonValueGenerated, fmt.Sprintf("Generated %s; it is kept for the life of the release", gv.Path)}, nil
 }
 
 // randomString returns n letters and digits from crypto/rand.

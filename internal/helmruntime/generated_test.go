@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -159,12 +160,19 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 				recorder: recorder,
 				log:      logr.Discard(),
 				random:   func(n int) (string, error) { return generated[:n], nil },
+				pending:  map[types.UID][]pendingEvent{},
 			}
 			obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": tc.spec}}
 			obj.SetNamespace("ns")
 			obj.SetName("web")
+			obj.SetUID("uid-web")
 			before := obj.DeepCopy()
 
+			// A failed install: translated, never kept. It records
+			// nothing, and its retry does not add a second claim.
+			_, _ = tr.Translate(context.Background(), obj)
+			g.Expect(recorder.Events).To(BeEmpty(), "no Event before a release keeps the values")
+			reads = 0
 			vals, err := tr.Translate(context.Background(), obj)
 			g.Expect(reads).To(Equal(tc.wantReleaseReads))
 			if tc.wantErr != "" {
@@ -176,6 +184,9 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 			g.Expect(got).To(Equal(tc.want))
 			g.Expect(obj).To(Equal(before), "the custom resource must not change")
 
+			// The reconcile succeeded: the post hook records the Events.
+			g.Expect(tr.Exec(obj, hrelease.Release{}, logr.Discard())).To(Succeed())
+			g.Expect(tr.Exec(obj, hrelease.Release{}, logr.Discard())).To(Succeed(), "a later reconcile records nothing again")
 			close(recorder.Events)
 			var events []string
 			for e := range recorder.Events {

@@ -144,7 +144,9 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		return nil, err
 	}
 	if translator != nil {
-		opts = append(opts, reconciler.WithValueTranslator(translator))
+		// The post hook records the translation's Events once a release
+		// keeps its values.
+		opts = append(opts, reconciler.WithValueTranslator(translator), reconciler.WithPostHook(translator))
 	}
 	if rw.WatchDependentResources {
 		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())

@@ -12,12 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/acme/platform-operator/internal/claims"
 	"github.com/acme/platform-operator/internal/helmconfig"
 	"github.com/acme/platform-operator/internal/manifest"
 	"github.com/acme/platform-operator/internal/release"
@@ -39,8 +37,10 @@ import (
 
 // Preflight answers, before a custom resource is stored, what the runtime
 // would answer once it reconciles it: whether the resource's release
-// belongs to another resource, and whether its chart renders with its
-// spec. The validating admission webhook of the sidecar asks it, so that
+// belongs to another resource, whether its chart renders with its spec,
+// and whether an object it renders belongs to another release or to none
+// (package claims). It also refuses an Ingress host that another tenant
+// serves (claims.HostScope), which the runtime would not. The validating admission webhook of the sidecar asks it, so that
 // `kubectl apply` fails at once instead of a status condition later; the
 // runtime's own checks (the ownership layer, the render on install) stay
 // the defence for what the webhook did not see.
@@ -55,6 +55,8 @@ type Preflight struct {
 	discover discovery.CachedDiscoveryInterface
 	caps     *helmconfig.Capabilities
 	renders  *renderCache
+	mapper   meta.RESTMapper
+	claims   claims.Checker
 }
 
 // preflightKind is one watches.yaml entry as the preflight sees it.
@@ -71,11 +73,19 @@ type preflightKind struct {
 	renderMu sync.Mutex
 }
 
+// Hosts configures the hostname check: Ingresses finds the Ingresses that
+// serve a host (nil turns the check off), Scope is how far a host must be
+// unique.
+type Hosts struct {
+	Ingresses claims.IngressIndex
+	Scope     claims.HostScope
+}
+
 // New loads the charts of ws (as the runtime does, with the same
 // defaults) for the kinds the API server knows. Releases of cluster-scoped
 // kinds are looked for in releaseNamespace, as the runtime stores them.
 // reader must read from the API server, not from a cache.
-func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, releaseNamespace string) (*Preflight, error) {
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, releaseNamespace string, hosts Hosts) (*Preflight, error) {
 	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
 	if err != nil {
 		return nil, err
@@ -91,6 +101,8 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 		discover: memory.NewMemCacheClient(dc),
 		caps:     helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge),
 		renders:  newRenderCache(renderCacheSize),
+		mapper:   mapper,
+		claims:   claims.Checker{Reader: reader, Ingresses: hosts.Ingresses, HostScope: hosts.Scope},
 	}
 	for _, rw := range resolved {
 		clusterScoped, err := watchconfig.IsClusterScoped(mapper, rw.GVK)
@@ -128,8 +140,9 @@ func (p *Preflight) Kinds() []schema.GroupVersionKind {
 }
 
 // Check returns what the runtime would refuse about obj: a release of its
-// name that another resource owns or claims, or a spec its chart does not
-// render with. old is the stored object of an update, nil on create. An
+// name that another resource owns or claims, a spec its chart does not
+// render with, or a rendered object that exists and is not its release's;
+// and a rendered Ingress host another resource serves. old is the stored object of an update, nil on create. An
 // error means the check itself could not be made.
 //
 // A resource the runtime does not reconcile (a kind without a watch, labels
@@ -156,14 +169,42 @@ func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructur
 	if msg, err = p.releaseOwner(ctx, claimant, ns); err != nil || msg != "" {
 		return forbidden(namePath, msg), err
 	}
-	if err := p.render(ctx, k, name, ns, old != nil, obj); err != nil {
+	objs, err := p.render(ctx, k, name, ns, old != nil, obj)
+	if err != nil {
 		var refused *renderError
 		if errors.As(err, &refused) {
 			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil
 		}
 		return nil, err
 	}
+	spec, _ := obj.Object["spec"].(map[string]interface{})
+	c := claims.Claimant{Owner: claimant, ReleaseName: name, ReleaseNamespace: ns, Spec: spec}
+	objClash, err := p.claims.Objects(ctx, objs, c)
+	if err != nil {
+		return nil, err
+	}
+	if objClash != nil {
+		return field.ErrorList{field.Forbidden(clashPath(objClash.Field, namePath), objClash.Error())}, nil
+	}
+	hostClash, err := p.claims.Hosts(ctx, objs, c)
+	if err != nil {
+		return nil, err
+	}
+	if hostClash != nil {
+		return field.ErrorList{field.Forbidden(clashPath(hostClash.Field, field.NewPath("spec")), hostClash.Error())}, nil
+	}
 	return nil, nil
+}
+
+// clashPath is the path of the spec value an answer names ("spec.a.b"),
+// else def.
+func clashPath(specPath string, def *field.Path) *field.Path {
+	if specPath == "" {
+		return def
+	}
+	parts := strings.Split(specPath, ".")
+	p := field.NewPath(parts[0], parts[1:]...)
+	return p
 }
 
 func forbidden(path *field.Path, msg string) field.ErrorList {
@@ -251,99 +292,89 @@ func (e *renderError) Unwrap() error { return e.err }
 // values (a placeholder of the declared length, so that no generated
 // value can appear in an answer), the same checks of the chart's
 // kubeVersion and values schema, the same capabilities, and lookups
-// against the live cluster. Results of charts that do not look anything
-// up are remembered by release digest, name and namespace.
-func (p *Preflight) render(ctx context.Context, k *preflightKind, name, ns string, upgrade bool, obj *unstructured.Unstructured) error {
+// against the live cluster. It returns the objects the chart renders.
+// Results of charts that do not look anything up are remembered by
+// release digest, name and namespace.
+func (p *Preflight) render(ctx context.Context, k *preflightKind, name, ns string, upgrade bool, obj *unstructured.Unstructured) ([]claims.Object, error) {
 	// The values the reconciler computes (release.Values), generated
 	// values filled with placeholders.
 	spec, _ := obj.Object["spec"].(map[string]interface{})
 	vals, err := k.values.Compute(spec, release.Placeholder)
 	if err != nil {
-		return &renderError{chart: k.watch.ChartPath, err: err}
+		return nil, &renderError{chart: k.watch.ChartPath, err: err}
 	}
 	caps, err := p.caps.Get(p.discover)
 	if err != nil {
-		return fmt.Errorf("discover the API server's capabilities: %w", err)
+		return nil, fmt.Errorf("discover the API server's capabilities: %w", err)
 	}
 	digest, cacheable, err := release.Digest(k.chart, vals, caps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key := strings.Join([]string{digest, ns, name, strconv.FormatBool(upgrade)}, "\x00")
 	if cacheable {
-		if err, ok := p.renders.get(key); ok {
-			return err
+		if r, ok := p.renders.get(key); ok {
+			return r.objects, r.err
 		}
 	}
-	err = p.renderChart(ctx, k, vals, chartutil.ReleaseOptions{
+	objs, err := p.renderChart(ctx, k, vals, chartutil.ReleaseOptions{
 		Name: name, Namespace: ns, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade,
 	}, caps)
 	if err != nil {
 		err = &renderError{chart: k.watch.ChartPath, err: err}
 	}
 	if cacheable {
-		p.renders.put(key, err)
+		p.renders.put(key, rendered{objects: objs, err: err})
 	}
-	return err
+	return objs, err
 }
 
-func (p *Preflight) renderChart(ctx context.Context, k *preflightKind, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) error {
+func (p *Preflight) renderChart(ctx context.Context, k *preflightKind, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]claims.Object, error) {
 	chrt := k.watch.Chart
-	if v := chrt.Metadata.KubeVersion; v != "" && !chartutil.IsCompatibleRange(v, caps.KubeVersion.String()) {
-		return fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", v, caps.KubeVersion.String())
-	}
 	if len(chrt.Dependencies()) > 0 {
 		k.renderMu.Lock()
 		defer k.renderMu.Unlock()
 		if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	top, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
+	files, err := claims.Render(ctx, p.cfg, chrt, vals, opts, caps)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfg := rest.CopyConfig(p.cfg)
-	if deadline, ok := ctx.Deadline(); ok {
-		cfg.Timeout = time.Until(deadline)
-	}
-	files, err := engine.New(cfg).Render(chrt, top)
-	if err != nil {
-		return err
-	}
-	for f := range files {
-		if strings.HasSuffix(f, "NOTES.txt") {
-			delete(files, f)
-		}
-	}
-	_, _, err = releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	return err
+	return claims.FromManifests(files, opts.Namespace, p.mapper)
 }
 
 // renderCacheSize bounds the remembered render results; an entry is a
-// digest and an error.
+// digest, the rendered objects' coordinates and an error.
 const renderCacheSize = 4096
+
+// rendered is the result of one render.
+type rendered struct {
+	objects []claims.Object
+	err     error
+}
 
 // renderCache remembers render results, forgetting the oldest first.
 type renderCache struct {
 	mu    sync.Mutex
 	max   int
-	m     map[string]error
+	m     map[string]rendered
 	order []string
 }
 
 func newRenderCache(size int) *renderCache {
-	return &renderCache{max: size, m: map[string]error{}}
+	return &renderCache{max: size, m: map[string]rendered{}}
 }
 
-func (c *renderCache) get(key string) (error, bool) { //nolint:revive // the error is the cached value
+func (c *renderCache) get(key string) (rendered, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err, ok := c.m[key]
-	return err, ok
+	r, ok := c.m[key]
+	return r, ok
 }
 
-func (c *renderCache) put(key string, err error) {
+func (c *renderCache) put(key string, r rendered) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[key]; ok {
@@ -353,6 +384,6 @@ func (c *renderCache) put(key string, err error) {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
 	}
-	c.m[key] = err
+	c.m[key] = r
 	c.order = append(c.order, key)
 }

@@ -16,11 +16,14 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -31,6 +34,8 @@ import (
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
+	"github.com/acme/platform-operator/internal/claims"
+	"github.com/acme/platform-operator/internal/release"
 	"github.com/acme/platform-operator/internal/testenv"
 )
 
@@ -291,7 +296,86 @@ func TestWebhookRefusesAtApply(t *testing.T) {
 			fmt.Sprintf("namespace %q already exists and was not created by a NamespaceTenant", ns))
 	})
 
+	t.Run("an object another release or nobody holds", func(t *testing.T) {
+		g := NewWithT(t)
+		// Nginx blog's release, as the runtime leaves it: a record with its
+		// owner, and its objects annotated by Helm.
+		heldBy(t, c, ns, "blog", "Nginx", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blog-nginx"}})
+		refused(g, c.Create(ctx, obj(ns, "WebApp", "blog-nginx", spec(t, `{deploymentTier: dev, webAppImage: "app:1", webAppHostname: blog.example.com}`))),
+			"metadata.name: Forbidden", "ConfigMap "+ns+"/blog-nginx belongs to Nginx "+ns+"/blog; rename this WebApp")
+		refused(g, c.Create(ctx, obj(ns, "Nginx", "thief", spec(t, `{fullnameOverride: blog-nginx}`))),
+			"spec.fullnameOverride: Forbidden", "ConfigMap "+ns+"/blog-nginx belongs to Nginx "+ns+"/blog; choose another spec.fullnameOverride")
+		g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "loose-nginx"}})).To(Succeed())
+		refused(g, c.Create(ctx, obj(ns, "Nginx", "loose", nil)),
+			"ConfigMap "+ns+"/loose-nginx exists and belongs to no release of this operator; rename this Nginx, or remove that object")
+	})
+
+	t.Run("a host another tenant serves; a host kept across edits", func(t *testing.T) {
+		g := NewWithT(t)
+		other, third := newNamespace(t, c), newNamespace(t, c)
+		webapp := `{deploymentTier: dev, webAppImage: "app:%s", webAppHostname: %s}`
+		// WebApp pay of another tenant serves pay.example.com.
+		heldBy(t, c, other, "pay", "WebApp", ingress("pay", "pay.example.com"))
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj(ns, "WebApp", "pay", spec(t, fmt.Sprintf(webapp, "1", "pay.example.com")))),
+				"spec.webAppHostname: Forbidden", "host pay.example.com is served by Ingress "+other+"/pay of WebApp "+other+"/pay already; choose another spec.webAppHostname")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		// Any Ingress in another namespace, ours or not.
+		hand := ingress("by-hand", "hand.example.com")
+		hand.Namespace = third
+		g.Expect(c.Create(ctx, hand)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj(ns, "WebApp", "hand", spec(t, fmt.Sprintf(webapp, "1", "hand.example.com")))),
+				"host hand.example.com is served by Ingress "+third+"/by-hand already")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		// A WebApp keeps its own host across edits; another of ours in the
+		// same namespace cannot take it.
+		shop := obj(ns, "WebApp", "shop-a", spec(t, fmt.Sprintf(webapp, "1", "shop.example.com")))
+		g.Expect(c.Create(ctx, shop)).To(Succeed())
+		heldBy(t, c, ns, "shop-a", "WebApp", ingress("shop-a", "shop.example.com"))
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, obj(ns, "WebApp", "shop-b", spec(t, fmt.Sprintf(webapp, "1", "shop.example.com")))),
+				"host shop.example.com is served by Ingress "+ns+"/shop-a of WebApp "+ns+"/shop-a already")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		g.Expect(unstructured.SetNestedField(shop.Object, "app:2", "spec", "webAppImage")).To(Succeed())
+		g.Expect(c.Update(ctx, shop)).To(Succeed(), "an edit that keeps its own host passes")
+	})
+
 	g.Expect(ctx.Err()).NotTo(HaveOccurred())
+}
+
+// ingress is an Ingress serving host.
+func ingress(name, host string) *networkingv1.Ingress {
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{Host: host}},
+			TLS:   []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: name + "-tls"}},
+		},
+	}
+}
+
+// heldBy creates what a release name of a resource of kind in ns leaves
+// behind: its record, labelled with its owner, and o (in ns) annotated by
+// Helm as one of its objects.
+func heldBy(t *testing.T, c client.Client, ns, name, kind string, o client.Object) {
+	t.Helper()
+	owner := release.Owner{GroupKind: schema.FromAPIVersionAndKind(kinds[kind], kind).GroupKind(), Namespace: ns, Name: name, UID: "uid-" + types.UID(name)}
+	labels := owner.Labels()
+	labels["owner"], labels["name"], labels["version"], labels["status"] = "helm", name, "1", "deployed"
+	record := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1." + name + ".v1", Labels: labels},
+		Type:       "helm.sh/release.v1",
+		Data:       map[string][]byte{"release": []byte("x")},
+	}
+	o.SetNamespace(ns)
+	o.SetAnnotations(map[string]string{claims.ReleaseNameAnnotation: name, claims.ReleaseNamespaceAnnotation: ns})
+	for _, obj := range []client.Object{record, o} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestWebhookDown: with the webhook stopped, creates and spec edits of our

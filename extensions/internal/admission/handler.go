@@ -7,6 +7,9 @@
 //     release installed by hand (preflight.Preflight);
 //   - a spec the kind's chart does not render with, rendered exactly as
 //     the runtime would (preflight.Preflight);
+//   - a rendered object that exists and belongs to another release, or to
+//     none, and a rendered Ingress host another tenant serves (--unique-hosts;
+//     preflight.Preflight asks package claims);
 //   - a CronScaler whose target another CronScaler or an HPA scales
 //     (cronscaler.TargetClaims);
 //   - a NamespaceTenant whose namespace another tenant claims

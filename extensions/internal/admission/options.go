@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/acme/platform-operator/internal/claims"
 )
 
 // How the webhook server gets its certificate.
@@ -67,6 +69,9 @@ type Options struct {
 	// ReleaseNamespace stores the releases of cluster-scoped kinds, as for
 	// the manager; empty means the same default as the manager's.
 	ReleaseNamespace string
+	// HostScope is how far an Ingress host a resource renders must be
+	// unique (claims.HostScope).
+	HostScope claims.HostScope
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -80,6 +85,7 @@ func DefaultOptions() Options {
 		Secret:        DefaultSecret,
 		CertValidity:  DefaultCertValidity,
 		WatchesFile:   "watches.yaml",
+		HostScope:     claims.HostsCluster,
 	}
 }
 
@@ -105,9 +111,32 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Further DNS names a self-issued serving certificate is valid for, besides the Service's (for a webhook configuration that calls a URL).")
 	fs.StringVar(&o.WatchesFile, "watches-file", o.WatchesFile,
 		"Watches file of the manager: the kinds the webhook validates and their charts.")
+	fs.Var(hostScopeValue{&o.HostScope}, "unique-hosts",
+		`How far an Ingress host a resource renders must be unique: "cluster" (a host that another resource of ours serves anywhere, or any Ingress in another namespace, is refused), "namespace" (only another resource of ours in the same namespace), "off".`)
 	fs.StringVar(&o.ReleaseNamespace, "release-namespace", o.ReleaseNamespace,
 		"Namespace that stores the Helm releases of cluster-scoped kinds, as given to the manager.")
 }
+
+// hostScopeValue is a pflag.Value of a claims.HostScope.
+type hostScopeValue struct{ scope *claims.HostScope }
+
+func (v hostScopeValue) String() string {
+	if v.scope == nil {
+		return ""
+	}
+	return string(*v.scope)
+}
+
+func (v hostScopeValue) Set(s string) error {
+	scope, err := claims.ParseHostScope(s)
+	if err != nil {
+		return err
+	}
+	*v.scope = scope
+	return nil
+}
+
+func (hostScopeValue) Type() string { return "scope" }
 
 // Validate reports options that cannot work together.
 func (o *Options) Validate() error {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/internal/claims"
 	"github.com/acme/platform-operator/internal/preflight"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
@@ -47,7 +48,14 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if releaseNamespace == "" {
 		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
 	}
-	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace)
+	hosts := preflight.Hosts{Scope: o.HostScope}
+	if o.HostScope != claims.HostsOff {
+		if err := IndexIngressHosts(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return fmt.Errorf("index the Ingresses by host: %w", err)
+		}
+		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
+	}
+	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}
