@@ -6,6 +6,20 @@
 //	localcluster down [--state-dir bin/local]
 //	localcluster load [--state-dir bin/local] IMAGE.tar...   (real node: import images into its containerd)
 //	localcluster provisioner --kubeconfig K --dir D          (started by up)
+//
+// The admission webhook of a sidecar run on this machine (make run, on the
+// local cluster only: its API server can call loopback):
+//
+//	localcluster webhook-certs --state-dir D [--address 127.0.0.1:9443]
+//	    issue (or keep) the webhook's CA and serving certificate in D/webhook
+//	localcluster webhook-up    --state-dir D --kubeconfig K [--webhooks config/webhook/manifests.yaml] [--address 127.0.0.1:9443]
+//	    the same, then apply the ValidatingWebhookConfiguration
+//	    platform-operator-make-run calling https://ADDRESS/validate
+//	localcluster webhook-down  --kubeconfig K
+//	    delete it (nothing to delete is fine)
+//
+// webhook-certs and webhook-up print the certificate directory (for the
+// sidecar's --admission-cert-dir) on stdout, and nothing else.
 package main
 
 import (
@@ -16,6 +30,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/acme/platform-operator/internal/localcluster"
 	"github.com/acme/platform-operator/internal/localcluster/hostpath"
@@ -23,7 +38,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: localcluster up|down|load|provisioner [flags]")
+		fmt.Fprintln(os.Stderr, "usage: localcluster up|down|load|provisioner|webhook-certs|webhook-up|webhook-down [flags]")
 		os.Exit(2)
 	}
 	verb := os.Args[1]
@@ -32,12 +47,21 @@ func main() {
 	stateDir := fs.String("state-dir", "bin/local", "directory for the cluster's state, logs and kubeconfig")
 	kwokModule := fs.String("kwok-module", "hack/kwok", "Go module that pins kwok (its Stage files are used)")
 	nodes := fs.String("nodes", "1", `number of fake (kwok) Nodes, or "real" for one real node (root; make node-deps node-binaries)`)
-	kubeconfig := fs.String("kubeconfig", "", "provisioner: kubeconfig of the cluster")
+	kubeconfig := fs.String("kubeconfig", "", "provisioner, webhook-up, webhook-down: kubeconfig of the cluster")
 	volumeDir := fs.String("dir", "", "provisioner: directory of the volumes")
+	webhooks := fs.String("webhooks", "config/webhook/manifests.yaml", "webhook-up: file with the ValidatingWebhookConfiguration to register")
+	address := fs.String("address", "127.0.0.1:9443", "webhook-certs, webhook-up: host:port the sidecar's webhook serves on")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if verb == "webhook-up" || verb == "webhook-down" {
+		// Bounded: make run calls webhook-down on its way out, whatever
+		// state the cluster is in.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	var err error
 	switch verb {
 	case "up":
@@ -52,8 +76,30 @@ func main() {
 		}
 	case "provisioner":
 		err = provision(ctx, *kubeconfig, *volumeDir)
+	case "webhook-certs":
+		var dir string
+		if dir, _, err = localcluster.WebhookCerts(*stateDir, *address); err == nil {
+			fmt.Println(dir)
+		}
+	case "webhook-up":
+		if *kubeconfig == "" {
+			err = fmt.Errorf("--kubeconfig is required")
+			break
+		}
+		var dir string
+		if dir, err = localcluster.RegisterWebhook(ctx, *kubeconfig, *stateDir, *webhooks, *address); err == nil {
+			fmt.Fprintf(os.Stderr, "registered the ValidatingWebhookConfiguration %s: its webhooks call https://%s (CA and serving certificate in %s)\n",
+				localcluster.WebhookConfigurationName, *address, dir)
+			fmt.Println(dir)
+		}
+	case "webhook-down":
+		if *kubeconfig == "" {
+			err = fmt.Errorf("--kubeconfig is required")
+			break
+		}
+		err = localcluster.UnregisterWebhook(ctx, *kubeconfig)
 	default:
-		err = fmt.Errorf("unknown command %q (up, down, load, provisioner)", verb)
+		err = fmt.Errorf("unknown command %q (up, down, load, provisioner, webhook-certs, webhook-up, webhook-down)", verb)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "localcluster %s: %v\n", verb, err)
