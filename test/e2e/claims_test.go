@@ -160,8 +160,9 @@ spec: {deploymentTier: dev, webAppImage: "registry.acme.com/pay/pay:%s", webAppH
 
 // makeRun is hack/run.sh running on the suite's cluster.
 type makeRun struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd *exec.Cmd
+	// done is closed when the script has exited.
+	done chan struct{}
 	log  string
 }
 
@@ -187,8 +188,13 @@ func startMakeRun(t *testing.T) *makeRun {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &makeRun{cmd: cmd, done: make(chan error, 1), log: logFile.Name()}
-	go func() { r.done <- cmd.Wait(); _ = logFile.Close() }()
+	r := &makeRun{cmd: cmd, done: make(chan struct{}), log: logFile.Name()}
+	go func() {
+		// Interrupted, the script exits 130: its exit status says nothing.
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(r.done)
+	}()
 	return r
 }
 
