@@ -16,10 +16,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,36 +91,39 @@ func FromManifests(files map[string]string, ns string, mapper meta.RESTMapper) (
 	return out, nil
 }
 
-// ingressHosts returns the hosts of an Ingress, nil for any other kind.
+// ingressHosts returns the hosts of an Ingress, nil for any other kind (or
+// an Ingress that does not parse, which Helm refuses anyway).
 func ingressHosts(u *unstructured.Unstructured) []string {
-	if u.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}) {
+	if u.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: networkingv1.GroupName, Kind: "Ingress"}) {
 		return nil
 	}
-	var hosts []string
+	var in networkingv1.Ingress
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &in); err != nil {
+		return nil
+	}
+	return IngressHosts(&in)
+}
+
+// IngressHosts returns the hosts an Ingress serves: its rules' and its TLS
+// entries', in order, without duplicates.
+func IngressHosts(in *networkingv1.Ingress) []string {
 	seen := map[string]bool{}
+	var out []string
 	add := func(h string) {
 		if h != "" && !seen[h] {
 			seen[h] = true
-			hosts = append(hosts, h)
+			out = append(out, h)
 		}
 	}
-	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
-	for _, r := range rules {
-		if m, ok := r.(map[string]interface{}); ok {
-			h, _ := m["host"].(string)
+	for _, r := range in.Spec.Rules {
+		add(r.Host)
+	}
+	for _, t := range in.Spec.TLS {
+		for _, h := range t.Hosts {
 			add(h)
 		}
 	}
-	tls, _, _ := unstructured.NestedSlice(u.Object, "spec", "tls")
-	for _, t := range tls {
-		if m, ok := t.(map[string]interface{}); ok {
-			hs, _, _ := unstructured.NestedStringSlice(m, "hosts")
-			for _, h := range hs {
-				add(h)
-			}
-		}
-	}
-	return hosts
+	return out
 }
 
 // Checker reads who holds objects and hosts. Reader must read from the API

@@ -20,30 +20,8 @@ func IndexIngressHosts(ctx context.Context, indexer client.FieldIndexer) error {
 		if !ok {
 			return nil
 		}
-		return hostsOf(in)
+		return claims.IngressHosts(in)
 	})
-}
-
-// hostsOf returns the hosts an Ingress serves: its rules' and its TLS
-// entries'.
-func hostsOf(in *networkingv1.Ingress) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(h string) {
-		if h != "" && !seen[h] {
-			seen[h] = true
-			out = append(out, h)
-		}
-	}
-	for _, r := range in.Spec.Rules {
-		add(r.Host)
-	}
-	for _, t := range in.Spec.TLS {
-		for _, h := range t.Hosts {
-			add(h)
-		}
-	}
-	return out
 }
 
 // IngressesByHost finds the Ingresses serving a host in the cache (every
