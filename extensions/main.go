@@ -35,8 +35,15 @@ func main() {
 	cronOpts.BindFlags(pflag.CommandLine)
 	admissionOpts := admission.DefaultOptions()
 	admissionOpts.BindFlags(pflag.CommandLine)
+	shutdownDelay := pflag.Duration("shutdown-delay", 0,
+		"On SIGTERM, keep serving the webhook this long, not ready and closing each connection after its response, before stopping: "+
+			"the API server moves to another replica meanwhile (config/manager sets 5s). 0 stops at once.")
 
 	log := managersetup.ParseFlags()
+	if *shutdownDelay < 0 {
+		log.Error(errors.New("--shutdown-delay is negative"), "Invalid options")
+		os.Exit(2)
+	}
 	if err := errors.Join(opts.Validate(), admissionOpts.Validate()); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)
@@ -51,6 +58,9 @@ func main() {
 	// API types of the extension controllers are added to the scheme here.
 	utilruntime.Must(autoscalingv1alpha1.AddToScheme(scheme))
 
+	drain := managersetup.NewDrain(*shutdownDelay)
+	admissionOpts.Draining = drain
+
 	cfg := ctrl.GetConfigOrDie()
 	// build creates and sets up one manager; the supervisor builds a new
 	// one when a lost lease (an API server outage) stopped the previous.
@@ -61,6 +71,9 @@ func main() {
 		mgr, err := managersetup.New(cfg, mo)
 		if err != nil {
 			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("draining", drain.ReadyzCheck); err != nil {
+			return mgr, err
 		}
 		// Extension controllers are set up here, one call each.
 		if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
@@ -77,7 +90,7 @@ func main() {
 	}
 
 	log.Info("Starting extensions")
-	if err := supervisor.Run(ctrl.SetupSignalHandler(), cfg, build, ctrl.Log.WithName("supervisor")); err != nil {
+	if err := supervisor.Run(drain.SignalContext(log), cfg, build, ctrl.Log.WithName("supervisor")); err != nil {
 		log.Error(err, "Extensions stopped with an error")
 		os.Exit(1)
 	}

@@ -16,8 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// operatorPod returns the operator's running Pod.
-func operatorPod(g Gomega) corev1.Pod {
+// operatorPods returns the operator's running Pods (config/manager runs
+// two).
+func operatorPods(g Gomega) []corev1.Pod {
 	var pods corev1.PodList
 	g.ExpectWithOffset(1, cluster.Client.List(context.Background(), &pods, client.InNamespace(operatorNamespace),
 		client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
@@ -27,8 +28,36 @@ func operatorPod(g Gomega) corev1.Pod {
 			running = append(running, p)
 		}
 	}
-	g.ExpectWithOffset(1, running).To(HaveLen(1))
-	return running[0]
+	return running
+}
+
+// Leases of the manager (Helm runtime) and the sidecar.
+const (
+	managerLease    = "platform-operator-helm.acme.com"
+	extensionsLease = "platform-operator-extensions.acme.com"
+)
+
+// leaseHolder returns the name of the Pod holding the Lease name; its
+// holder identity is "<pod name>_<uuid>".
+func leaseHolder(g Gomega, name string) string {
+	lease := &coordinationv1.Lease{}
+	g.ExpectWithOffset(1, cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease)).To(Succeed())
+	g.ExpectWithOffset(1, lease.Spec.HolderIdentity).NotTo(BeNil())
+	holder, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return holder
+}
+
+// operatorPod returns the running operator Pod that leads the manager's
+// Lease: the one whose Helm runtime reconciles.
+func operatorPod(g Gomega) corev1.Pod {
+	holder := leaseHolder(g, managerLease)
+	for _, p := range operatorPods(g) {
+		if p.Name == holder {
+			return p
+		}
+	}
+	g.Expect(holder).To(BeEmpty(), "the manager's leader is not a running operator Pod")
+	return corev1.Pod{}
 }
 
 // metricsStatus requests /metrics of the operator's metrics Service port
@@ -55,32 +84,34 @@ func metricsStatus(port int, token string) (int, string, error) {
 	return resp.StatusCode, string(body), nil
 }
 
-// TestOperatorPod: the operator runs from its image as the Pod config/default
-// describes: both containers running as the shipped ServiceAccount, both
-// Leases held, metrics answered over HTTPS to a scraper bound to the
+// TestOperatorPod: the operator runs from its image as the two Pods
+// config/default describes: both containers of each running as the shipped
+// ServiceAccount, each Lease held by one of them, metrics answered over HTTPS to a scraper bound to the
 // metrics-reader ClusterRole and refused to one that is not.
 func TestOperatorPod(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 
-	pod := operatorPod(g)
-	g.Expect(pod.Spec.ServiceAccountName).To(Equal("platform-operator-controller-manager"))
-	g.Expect(pod.Status.ContainerStatuses).To(HaveLen(2))
-	for _, cs := range pod.Status.ContainerStatuses {
-		g.Expect(cs.Ready).To(BeTrue(), "container %s", cs.Name)
-		g.Expect(cs.Image).To(ContainSubstring(operatorImage))
+	pods := operatorPods(g)
+	g.Expect(pods).To(HaveLen(2), "two replicas")
+	names := []string{}
+	for _, pod := range pods {
+		g.Expect(pod.Spec.ServiceAccountName).To(Equal("platform-operator-controller-manager"))
+		g.Expect(pod.Status.ContainerStatuses).To(HaveLen(2))
+		for _, cs := range pod.Status.ContainerStatuses {
+			g.Expect(cs.Ready).To(BeTrue(), "container %s", cs.Name)
+			g.Expect(cs.Image).To(ContainSubstring(operatorImage))
+		}
+		names = append(names, pod.Name)
 	}
 	out, err := cluster.Kubectl("get", "pods", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--no-headers")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`\s2/2\s+Running\s`))
-	t.Logf("operator pod: %s", strings.TrimSpace(out))
+	g.Expect(out).To(MatchRegexp(`(?s)\s2/2\s+Running\s.*\s2/2\s+Running\s`))
+	t.Logf("operator pods:\n%s", strings.TrimSpace(out))
 
-	for _, name := range []string{"platform-operator-helm.acme.com", "platform-operator-extensions.acme.com"} {
+	// Each Lease is held by one of the replicas; the other stands by.
+	for _, name := range []string{managerLease, extensionsLease} {
 		g.Eventually(func(g Gomega) {
-			lease := &coordinationv1.Lease{}
-			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, lease)).To(Succeed())
-			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-			g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name))
+			g.Expect(leaseHolder(g, name)).To(BeElementOf(names))
 		}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed(), "Lease %s", name)
 	}
 

@@ -2,7 +2,8 @@ package real
 
 import (
 	"context"
-	"os/exec"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -10,17 +11,48 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/acme/platform-operator/test/testkit"
 )
 
-// restarts returns the restart count of each container of the operator Pod.
+// restarts returns the restart count of each container of the operator
+// Pods, by container name; they add up over the Pods.
 func restarts(g Gomega) map[string]int32 {
 	out := map[string]int32{}
-	for _, cs := range operatorPod(g).Status.ContainerStatuses {
-		out[cs.Name] = cs.RestartCount
+	for _, pod := range operatorPods(g) {
+		for _, cs := range pod.Status.ContainerStatuses {
+			out[cs.Name] += cs.RestartCount
+		}
 	}
 	return out
+}
+
+// containerPID returns the host PID of the main process of container in
+// pod: the process whose cgroup names the container's ID.
+func containerPID(g Gomega, pod corev1.Pod, container string) int {
+	var id string
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == container {
+			_, id, _ = strings.Cut(cs.ContainerID, "://")
+		}
+	}
+	g.ExpectWithOffset(1, id).NotTo(BeEmpty(), "container %s of %s has no ID", container, pod.Name)
+	procs, err := filepath.Glob("/proc/[0-9]*/cgroup")
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	pid := 0
+	for _, f := range procs {
+		data, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(data), id) {
+			continue
+		}
+		n, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err == nil && (pid == 0 || n < pid) {
+			pid = n // the container's first process has the lowest PID
+		}
+	}
+	g.ExpectWithOffset(1, pid).NotTo(BeZero(), "no process in the cgroup of container %s of %s", container, pod.Name)
+	return pid
 }
 
 // TestOperatorContainerKilled: SIGKILL of the Helm runtime's process in the
@@ -37,13 +69,7 @@ func TestOperatorContainerKilled(t *testing.T) {
 	g.Expect(err).To(Succeed())
 	initial := restarts(g)
 
-	out, err := exec.Command("pgrep", "-f", "^/manager ").Output()
-	g.Expect(err).NotTo(HaveOccurred(), "the manager process of the operator Pod")
-	pids := strings.Fields(string(out))
-	g.Expect(pids).To(HaveLen(1))
-	pid, err := strconv.Atoi(pids[0])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+	g.Expect(syscall.Kill(containerPID(g, operatorPod(g), "manager"), syscall.SIGKILL)).To(Succeed())
 	killed := time.Now()
 	cluster.Apply(t, ns, nginxManifest("during", "created while the manager was down"))
 

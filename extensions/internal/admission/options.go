@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"net/http"
 	"fmt"
 	"strconv"
 	"time"
@@ -72,6 +73,11 @@ type Options struct {
 	// HostScope is how far an Ingress host a resource renders must be
 	// unique (claims.HostScope).
 	HostScope claims.HostScope
+	// Draining, when set, wraps the webhook's handler: while the process
+	// stops, each response closes its connection (not a flag).
+	Draining interface {
+		Handler(http.Handler) http.Handler
+	}
 }
 
 // DefaultOptions returns the options used when no flag is given.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,13 +72,17 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		// server speaks HTTP/1.1 to webhooks anyway.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	})
-	srv.Register(Path, &webhook.Admission{Handler: &Validator{
+	var handler http.Handler = &webhook.Admission{Handler: &Validator{
 		Preflight: preflight,
 		Targets:   cronscaler.TargetClaims{Client: mgr.GetClient()},
 		// The client reads unstructured objects from the API server, which
 		// cannot select by the index: the cache can.
 		Tenants: tenant.NamespaceClaims{Client: mgr.GetCache()},
-	}})
+	}}
+	if o.Draining != nil {
+		handler = o.Draining.Handler(handler)
+	}
+	srv.Register(Path, handler)
 	if err := mgr.AddReadyzCheck("admission-webhook", srv.StartedChecker()); err != nil {
 		return fmt.Errorf("add the webhook's readiness check: %w", err)
 	}
@@ -97,7 +103,11 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 // it keeps the CA and the serving certificate in the Secret, puts the CA
 // into the configuration's caBundle (again whenever an apply resets it),
 // and renews the serving certificate when a quarter of its life is left.
-// The server starts once the certificate is on disk and the CA injected.
+// Only the leader of the sidecar's Lease does so, so that replicas never
+// race to write the Secret; every replica serves the certificate of the
+// Secret (certFiles). The server starts once the certificate is on disk:
+// on the leader once the rotator has it (and the CA is injected), on the
+// others once the Secret has it.
 func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server, log logr.Logger) error {
 	ready := make(chan struct{})
 	secret := types.NamespacedName{Namespace: ns, Name: o.Secret}
@@ -110,7 +120,7 @@ func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server,
 		ExtraDNSNames:          append([]string{fmt.Sprintf("%s.%s.svc.cluster.local", o.Service, ns)}, o.ExtraDNSNames...),
 		IsReady:                ready,
 		Webhooks:               []rotator.WebhookInfo{{Name: o.Configuration, Type: rotator.Validating}},
-		RequireLeaderElection:  false,
+		RequireLeaderElection:  true,
 		ServerCertDuration:     o.CertValidity,
 		CaCertDuration:         10 * o.CertValidity,
 		LookaheadInterval:      o.CertValidity / 4,
@@ -128,18 +138,20 @@ func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server,
 	}
 	log.Info("Serving the admission webhook with a self-issued certificate", "port", o.Port, "secret", secret.String(),
 		"configuration", o.Configuration, "validity", o.CertValidity.String())
-	return mgr.Add(&serveWhenReady{ready: ready, srv: srv})
+	return mgr.Add(&serveWhenReady{ready: []<-chan struct{}{ready, files.written}, srv: srv})
 }
 
-// serveWhenReady starts the webhook server once its certificate is there.
+// serveWhenReady starts the webhook server once one of ready is closed:
+// its certificate is there.
 type serveWhenReady struct {
-	ready <-chan struct{}
+	ready []<-chan struct{}
 	srv   webhook.Server
 }
 
 func (s *serveWhenReady) Start(ctx context.Context) error {
 	select {
-	case <-s.ready:
+	case <-s.ready[0]:
+	case <-s.ready[1]:
 	case <-ctx.Done():
 		return nil
 	}
@@ -158,6 +170,9 @@ type certFiles struct {
 	key   types.NamespacedName
 	dir   string
 	log   logr.Logger
+	// written is closed once the directory holds the Secret's certificate.
+	written chan struct{}
+	once    sync.Once
 }
 
 func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log logr.Logger) (*certFiles, error) {
@@ -176,7 +191,7 @@ func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log lo
 	if err := mgr.Add(c); err != nil {
 		return nil, err
 	}
-	return &certFiles{cache: c, key: key, dir: dir, log: log}, nil
+	return &certFiles{cache: c, key: key, dir: dir, log: log, written: make(chan struct{})}, nil
 }
 
 func (f *certFiles) NeedLeaderElection() bool { return false }
@@ -235,5 +250,6 @@ func (f *certFiles) write(s *corev1.Secret) error {
 	if changed {
 		f.log.Info("Wrote the webhook's serving certificate", "dir", f.dir, "secret", f.key.String())
 	}
+	f.once.Do(func() { close(f.written) })
 	return nil
 }
