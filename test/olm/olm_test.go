@@ -85,10 +85,13 @@ func expectCSVSucceeded(t *testing.T, ns, version string) {
 		}
 		var pods corev1.PodList
 		g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(1))
-		for _, cs := range pods.Items[0].Status.ContainerStatuses {
-			g.Expect(cs.Ready).To(BeTrue(), "container %s", cs.Name)
-			g.Expect(cs.Image).To(Equal(operatorRepo+":v"+version), "container %s", cs.Name)
+		g.Expect(dep.Spec.Replicas).NotTo(BeNil())
+		g.Expect(pods.Items).To(HaveLen(int(*dep.Spec.Replicas)), "the old version's Pods are gone")
+		for _, pod := range pods.Items {
+			for _, cs := range pod.Status.ContainerStatuses {
+				g.Expect(cs.Ready).To(BeTrue(), "container %s of %s", cs.Name, pod.Name)
+				g.Expect(cs.Image).To(Equal(operatorRepo+":v"+version), "container %s of %s", cs.Name, pod.Name)
+			}
 		}
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
@@ -227,6 +230,10 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(err).To(Succeed())
 	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
 
+	// A client edits a spec every 200 ms through the upgrade; the edits
+	// the webhook refused are counted.
+	cluster.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: edited}, spec: {replicaCount: 0}}")
+	editor := testkit.StartEditor(cluster.Client, testkit.NginxGVK, ns, "edited", "podAnnotations", 200*time.Millisecond)
 	start := time.Now()
 	out, err = operatorSDK("run", "bundle-upgrade", bundleImages[upgradeVersion],
 		"--namespace", operatorNamespace, "--timeout", "5m")
@@ -238,6 +245,12 @@ func testBundleUpgrade(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the old CSV is replaced")
 	t.Logf("CSV %s replaced by %s, Succeeded %s after bundle-upgrade started", csvName(firstVersion), csvName(upgradeVersion), time.Since(start).Round(time.Millisecond))
+	time.Sleep(5 * time.Second)
+	edits := editor.Finish()
+	t.Logf("through the upgrade: %d spec edits, %d refused, slowest admission %s", edits.Sent, len(edits.Refused), edits.Slowest.Round(time.Millisecond))
+	for _, r := range edits.Refused {
+		t.Logf("  refused: %s", r)
+	}
 	// The webhook admits again once the configurations carry the CA of
 	// the certificate the new Pod serves.
 	probe := "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: probe}, spec: {replicaCount: 0}}"

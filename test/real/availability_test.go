@@ -1,78 +1,14 @@
 package real
 
 import (
-	"context"
-	"fmt"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/testkit"
 )
-
-// editor applies a spec edit of one Nginx every 200 ms as a server-side
-// dry run: the API server calls the admission webhook for it as for a real
-// edit (the configuration's matchConditions see a changed spec), and
-// nothing is stored, so the operator has no upgrade to do.
-type editor struct {
-	ns, name string
-	stop     chan struct{}
-	done     chan struct{}
-
-	mu      sync.Mutex
-	sent    int
-	refused []string
-	slowest time.Duration
-}
-
-func startEditor(ns, name string) *editor {
-	e := &editor{ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
-	go e.run()
-	return e
-}
-
-func (e *editor) run() {
-	defer close(e.done)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-e.stop:
-			return
-		case <-tick.C:
-		}
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(testkit.NginxGVK)
-		obj.SetNamespace(e.ns)
-		obj.SetName(e.name)
-		patch := fmt.Sprintf(`{"spec":{"podAnnotations":{"edit":"%d"}}}`, i)
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		start := time.Now()
-		err := cluster.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll)
-		took := time.Since(start)
-		cancel()
-		e.mu.Lock()
-		e.sent++
-		e.slowest = max(e.slowest, took)
-		if err != nil {
-			e.refused = append(e.refused, time.Now().Format("15:04:05.000")+" "+err.Error())
-		}
-		e.mu.Unlock()
-	}
-}
-
-// finish stops the editor and returns what it saw.
-func (e *editor) finish() (sent int, refused []string, slowest time.Duration) {
-	close(e.stop)
-	<-e.done
-	return e.sent, e.refused, e.slowest
-}
 
 // TestAvailabilityThroughRestarts: while a client edits a spec every
 // 200 ms, a rollout restart of the operator (a new Pod ready before an old
@@ -95,16 +31,16 @@ spec:
 	g.Expect(operatorPods(g)).To(HaveLen(2))
 
 	measure := func(what string, disrupt func()) (int, []string) {
-		e := startEditor(ns, "edited")
+		e := testkit.StartEditor(cluster.Client, testkit.NginxGVK, ns, "edited", "podAnnotations", 200*time.Millisecond)
 		time.Sleep(2 * time.Second)
 		disrupt()
 		time.Sleep(5 * time.Second)
-		sent, refused, slowest := e.finish()
-		t.Logf("%s: %d edits, %d refused, slowest admission %s", what, sent, len(refused), slowest.Round(time.Millisecond))
-		for _, r := range refused {
-			t.Logf("  refused: %s", r)
+		r := e.Finish()
+		t.Logf("%s: %d edits, %d refused, slowest admission %s", what, r.Sent, len(r.Refused), r.Slowest.Round(time.Millisecond))
+		for _, msg := range r.Refused {
+			t.Logf("  refused: %s", msg)
 		}
-		return sent, refused
+		return r.Sent, r.Refused
 	}
 
 	sent, refused := measure("kubectl rollout restart", func() {
