@@ -2,11 +2,18 @@ package admission
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -15,6 +22,7 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +35,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -119,12 +128,18 @@ func asOperator(t *testing.T) *rest.Config {
 // is called.
 func runWebhook(t *testing.T, o Options) (stop func()) {
 	t.Helper()
+	return runWebhookWith(t, o, ctrl.Options{})
+}
+
+// runWebhookWith is runWebhook with further manager options (leader
+// election).
+func runWebhookWith(t *testing.T, o Options, mo ctrl.Options) (stop func()) {
+	t.Helper()
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(asOperator(t), ctrl.Options{
-		Scheme:                 testScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	mo.Scheme = testScheme()
+	mo.Metrics = metricsserver.Options{BindAddress: "0"}
+	mo.HealthProbeBindAddress = "0"
+	mgr, err := ctrl.NewManager(asOperator(t), mo)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cronscaler.IndexFields(t.Context(), mgr.GetFieldIndexer())).To(Succeed())
 	g.Expect(SetupWithManager(mgr, o)).To(Succeed())
@@ -484,4 +499,104 @@ func TestSelfIssuedCertificateRotates(t *testing.T) {
 	g.Expect(time.Now()).To(BeTemporally("<", firstCert.NotAfter), "renewed only after the first expired")
 	t.Logf("renewed at %s", time.Now().Format(time.TimeOnly))
 	g.Eventually(admitted).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// TestSelfIssuedCertificateStandby: a second replica, standing by on the
+// sidecar's Lease, issues nothing but serves the certificate the leader
+// keeps in the Secret.
+//
+// It runs in a process of its own: cert-controller registers its
+// controller under a fixed name, once per process.
+func TestSelfIssuedCertificateStandby(t *testing.T) {
+	if os.Getenv(standbyChild) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSelfIssuedCertificateStandby$", "-test.v")
+		cmd.Env = append(os.Environ(), standbyChild+"=1")
+		cmd.Dir = filepath.Join("extensions", "internal", "admission") // TestMain moved to the root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	g := NewWithT(t)
+	c := adminClient(t)
+	ctx := t.Context()
+	ns := newNamespace(t, c)
+	// The leader's certificate, as the rotator of the leading replica
+	// leaves it in the Secret.
+	o := webhookOptions()
+	o.Certs = CertsSelf
+	o.Namespace = ns
+	o.Secret = "webhook-server-cert"
+	o.Configuration = "validating-webhook-configuration"
+	leaderDir := t.TempDir()
+	o.CertDir = leaderDir
+	o.ExtraDNSNames = []string{"localhost"}
+	// A Lease held by a leader that is not a manager of this test, so
+	// both managers below stand by.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "adm-test"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("elsewhere"), LeaseDurationSeconds: ptr.To(int32(3600)),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	g.Expect(c.Create(ctx, lease)).To(Succeed())
+	port, err := freePort()
+	g.Expect(err).NotTo(HaveOccurred())
+	o.Port = port
+	// The Secret a leader wrote: a self-signed pair is enough to serve.
+	crt, key := selfSigned(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Secret},
+		Data: map[string][]byte{"ca.crt": crt, "tls.crt": crt, "tls.key": key}}
+	defer runWebhookWith(t, o, ctrl.Options{LeaderElection: true, LeaderElectionNamespace: ns, LeaderElectionID: "adm-test"})()
+	g.Consistently(func() error {
+		_, err := os.Stat(filepath.Join(leaderDir, "tls.crt"))
+		return err
+	}).WithTimeout(2*time.Second).ShouldNot(Succeed(), "a standby issues nothing while there is no certificate")
+	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		conn, err := tls.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		block, _ := pem.Decode(crt)
+		g.Expect(conn.ConnectionState().PeerCertificates[0].Raw).To(Equal(block.Bytes))
+	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the standby serves the Secret's certificate")
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	g.Expect(secret.Data["tls.crt"]).To(Equal(crt), "the standby did not rotate the Secret")
+}
+
+// standbyChild marks the process TestSelfIssuedCertificateStandby runs in.
+const standbyChild = "ADMISSION_STANDBY_CHILD"
+
+// freePort returns a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// selfSigned returns a PEM certificate for 127.0.0.1 and localhost, and its
+// key.
+func selfSigned(t *testing.T) (crt, key []byte) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

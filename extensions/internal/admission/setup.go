@@ -188,13 +188,21 @@ func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log lo
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of the webhook's Secret: %w", err)
 	}
-	if err := mgr.Add(c); err != nil {
+	// Every replica, leader or not, serves the certificate: the cache
+	// starts without the Lease (a cache of one namespace is not a
+	// LeaderElectionRunnable by itself).
+	if err := mgr.Add(anyReplicaCache{c}); err != nil {
 		return nil, err
 	}
 	return &certFiles{cache: c, key: key, dir: dir, log: log, written: make(chan struct{})}, nil
 }
 
 func (f *certFiles) NeedLeaderElection() bool { return false }
+
+// anyReplicaCache is a cache started on every replica.
+type anyReplicaCache struct{ cache.Cache }
+
+func (anyReplicaCache) NeedLeaderElection() bool { return false }
 
 func (f *certFiles) Start(ctx context.Context) error {
 	inf, err := f.cache.GetInformer(ctx, &corev1.Secret{})
