@@ -226,13 +226,16 @@ func testBundleUpgrade(t *testing.T) {
 	out, err := cluster.HTTPGet(ns, host, 80, "/write?v="+value)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("200 OK"))
+	// A client edits a spec every 200 ms through the upgrade (dry runs:
+	// nothing is stored); the edits the webhook refused are counted.
+	cluster.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: edited}, spec: {replicaCount: 0}}")
+	g.Eventually(func(g Gomega) {
+		status, _, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, "edited", "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	before, err := cluster.Releases(ctx)
 	g.Expect(err).To(Succeed())
 	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
-
-	// A client edits a spec every 200 ms through the upgrade; the edits
-	// the webhook refused are counted.
-	cluster.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: edited}, spec: {replicaCount: 0}}")
 	editor := testkit.StartEditor(cluster.Client, testkit.NginxGVK, ns, "edited", "podAnnotations", 200*time.Millisecond)
 	start := time.Now()
 	out, err = operatorSDK("run", "bundle-upgrade", bundleImages[upgradeVersion],
