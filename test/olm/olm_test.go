@@ -266,7 +266,10 @@ func testBundleUpgrade(t *testing.T) {
 	// The new operator has reconciled the WebApp once its log says so; by
 	// then nothing may have a new revision.
 	g.Eventually(func() string {
-		out, _ := cluster.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", "manager")
+		// Every replica's log: the one leading the manager's Lease
+		// reconciles.
+		out, _ := cluster.Kubectl("logs", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "-c", "manager",
+			"--tail=-1", "--max-log-requests=4")
 		return out
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Release reconciled.*"name":"shop","namespace":"olm-webapp"|Release reconciled.*"namespace":"olm-webapp".*"name":"shop"|"shop".*Release reconciled`), "the new operator reconciles the WebApp")
 	g.Expect(cluster.Releases(ctx)).To(Equal(before), "no release got a new revision from the new operator")

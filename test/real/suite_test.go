@@ -65,7 +65,7 @@ func dumpOperator() {
 	out, _ = cluster.Kubectl("describe", "pods", "-n", operatorNamespace)
 	fmt.Fprintln(os.Stderr, out)
 	for _, c := range []string{"manager", "extensions"} {
-		out, _ = cluster.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "-c", c, "--tail=80")
+		out, _ = cluster.Kubectl("logs", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "-c", c, "--tail=80", "--prefix")
 		fmt.Fprintf(os.Stderr, "--- logs of %s\n%s\n", c, out)
 	}
 }
