@@ -64,6 +64,9 @@ func StartWithWebhooks(webhookPaths []string, crdPaths ...string) *Env {
 	started := time.Now()
 	cfg, err := e.env.Start()
 	if err != nil {
+		// Start may fail after etcd and kube-apiserver run (installing
+		// CRDs or webhooks): stop them, or they outlive the test binary.
+		_ = e.env.Stop()
 		e.err = fmt.Errorf("start envtest: %w", err)
 		return e
 	}

@@ -2,8 +2,8 @@ package admission
 
 import (
 	"errors"
-	"net/http"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
