@@ -236,6 +236,7 @@ func testBundleUpgrade(t *testing.T) {
 	before, err := cluster.Releases(ctx)
 	g.Expect(err).To(Succeed())
 	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
+	caBefore := olmCA(ctx, g)
 	editor := testkit.StartEditor(cluster.Client, testkit.NginxGVK, ns, "edited", "podAnnotations", 200*time.Millisecond)
 	start := time.Now()
 	out, err = operatorSDK("run", "bundle-upgrade", bundleImages[upgradeVersion],
@@ -254,6 +255,12 @@ func testBundleUpgrade(t *testing.T) {
 	for _, r := range edits.Refused {
 		t.Logf("  refused: %s", r)
 	}
+	// OLM issues a new CA when the old CSV, the only owner of its
+	// certificate's Secret, is deleted; every replica serves the new
+	// certificate when the caBundles carry the new CA, not before.
+	caAfter := olmCA(ctx, g)
+	t.Logf("the webhook's CA before the upgrade %s, after %s", caBefore, caAfter)
+	g.Expect(edits.Refused).To(BeEmpty(), "spec edits refused through the upgrade")
 	// The webhook admits again once the configurations carry the CA of
 	// the certificate the new Pod serves.
 	probe := "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: probe}, spec: {replicaCount: 0}}"
@@ -279,12 +286,6 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(out).To(ContainSubstring(value), "the data written before the upgrade")
 
 	t.Log("an edit after the upgrade is a Helm upgrade by the new operator")
-	// OLM issues the new CSV's webhook certificate while the new Pod
-	// starts; until the kubelet has brought the Secret into the Pod, the
-	// webhook may serve a certificate the configurations' CA does not
-	// sign, and the API server refuses the edit ("certificate signed by
-	// unknown authority"). The edit is retried through that window, whose
-	// length is logged.
 	edit := time.Now()
 	g.Eventually(func(g Gomega) {
 		out, err := cluster.KubectlIn(realnode.WebAppManifest(name, 2), "apply", "-n", ns, "-f", "-")
@@ -347,6 +348,18 @@ func testCleanup(t *testing.T) {
 // webhookState lists the operator's webhook configurations with their
 // owner CSV and a fingerprint of their caBundle, and the CA of each
 // certificate Secret in the operator's namespace, for failure messages.
+// olmCA returns a short hash of the CA OLM keeps in the webhook's Secret.
+func olmCA(ctx context.Context, g Gomega) string {
+	var sec corev1.Secret
+	// Between the old CSV's deletion and OLM's new certificate the Secret
+	// may be gone for a moment.
+	g.Eventually(func() error {
+		return cluster.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "platform-operator-controller-manager-service-cert"}, &sec)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	sum := sha256.Sum256(sec.Data["olmCAKey"])
+	return fmt.Sprintf("%x", sum[:4])
+}
+
 func webhookState(ctx context.Context) string {
 	var b strings.Builder
 	var hooks admissionregistrationv1.ValidatingWebhookConfigurationList

@@ -600,3 +600,74 @@ func selfSigned(t *testing.T) (crt, key []byte) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
+
+// TestSecretCertificateFollowsCABundle runs the webhook as the OLM bundle
+// does (--admission-certs=secret): it serves the certificate of the Secret,
+// read from the API server, and when the Secret gets a new one it goes on
+// serving the old until the caBundle of the webhooks calling the Service
+// trusts the new.
+func TestSecretCertificateFollowsCABundle(t *testing.T) {
+	g := NewWithT(t)
+	c := adminClient(t)
+	ctx := t.Context()
+	ns := newNamespace(t, c)
+	port, err := freePort()
+	g.Expect(err).NotTo(HaveOccurred())
+	o := webhookOptions()
+	o.Port = port
+	o.Certs = CertsSecret
+	o.Namespace = ns
+	o.Secret = "service-cert"
+	o.Service = "operator-service"
+	o.CertDir = t.TempDir() // nothing is read from it
+
+	oldCrt, oldKey := selfSigned(t)
+	newCrt, newKey := selfSigned(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Secret},
+		Data: map[string][]byte{"tls.crt": oldCrt, "tls.key": oldKey}}
+	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	// A configuration calling the Service, as OLM installs it; it selects
+	// no object, so the API server never calls it here.
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "secret-certs-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "vnginx.web.acme.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: ns, Name: o.Service, Path: ptr.To(Path)},
+				CABundle: oldCrt,
+			},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"never": "selected"}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	g.Expect(c.Create(ctx, vwc)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), vwc) })
+	defer runWebhook(t, o)()
+
+	served := func(g Gomega) []byte {
+		conn, err := tls.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: conn.ConnectionState().PeerCertificates[0].Raw})
+	}
+	g.Eventually(served).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Equal(oldCrt), "the Secret's certificate")
+
+	// The Secret first, as OLM writes it: the caBundle does not trust the
+	// new certificate yet, so the old one stays.
+	secret.Data = map[string][]byte{"tls.crt": newCrt, "tls.key": newKey}
+	g.Expect(c.Update(ctx, secret)).To(Succeed())
+	g.Consistently(served).WithTimeout(2*time.Second).WithPolling(100*time.Millisecond).Should(Equal(oldCrt),
+		"the certificate the caBundle trusts")
+
+	// Then the caBundle: the new certificate is served.
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vwc), vwc)).To(Succeed())
+	vwc.Webhooks[0].ClientConfig.CABundle = newCrt
+	g.Expect(c.Update(ctx, vwc)).To(Succeed())
+	g.Eventually(served).WithTimeout(5*time.Second).WithPolling(50*time.Millisecond).Should(Equal(newCrt),
+		"the certificate the new caBundle trusts")
+
+	// Without any configuration calling the Service, the newest.
+	g.Expect(c.Delete(ctx, vwc)).To(Succeed())
+	g.Consistently(served).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(Equal(newCrt))
+}

@@ -22,6 +22,13 @@ const (
 	// certificate directory and the caBundle into the configuration (OLM,
 	// from the webhook declared in the CSV; a test environment).
 	CertsProvided = "provided"
+	// CertsSecret: something else keeps the serving certificate in a
+	// Secret and its CA in the caBundles (OLM; cert-manager with its CA
+	// injector). Every replica reads the Secret from the API server and
+	// serves, of the certificates it held, the newest one the caBundles of
+	// the webhooks calling the Service trust, so that a new certificate is
+	// served when, and not before, the API server trusts it.
+	CertsSecret = "secret"
 )
 
 // Names of the objects config/webhook installs (after the kustomize name
@@ -52,13 +59,13 @@ type Options struct {
 	Host string
 	// CertDir holds tls.crt and tls.key.
 	CertDir string
-	// Certs is CertsSelf or CertsProvided.
+	// Certs is CertsSelf, CertsSecret or CertsProvided.
 	Certs string
 	// Namespace of the Service and the Secret; empty means the release
 	// namespace default ($POD_NAMESPACE, else the service account's).
 	Namespace string
 	// Service, Configuration and Secret name the objects the self-issued
-	// certificates concern.
+	// certificates concern; Service and Secret those of CertsSecret.
 	Service, Configuration, Secret string
 	// CertValidity is the lifetime of a self-issued serving certificate.
 	CertValidity time.Duration
@@ -104,13 +111,15 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "admission-cert-dir", o.CertDir,
 		"Directory with the webhook's serving certificate (tls.crt, tls.key).")
 	fs.StringVar(&o.Certs, "admission-certs", o.Certs,
-		`Who provides the webhook's certificate: "self" (issue, store in --admission-secret, inject into --admission-configuration, rotate) or "provided" (OLM, or another tool, writes --admission-cert-dir).`)
+		`Who provides the webhook's certificate: "self" (issue, store in --admission-secret, inject into --admission-configuration, rotate), `+
+			`"secret" (another tool, OLM, keeps it in --admission-secret and its CA in the caBundles of the webhooks calling --admission-service; read from the API server) `+
+			`or "provided" (another tool writes --admission-cert-dir).`)
 	fs.StringVar(&o.Namespace, "admission-namespace", o.Namespace,
 		"Namespace of the webhook's Service and Secret (default: $POD_NAMESPACE, else the in-cluster service-account namespace).")
-	fs.StringVar(&o.Service, "admission-service", o.Service, "Service in front of the webhook, named in its certificate.")
+	fs.StringVar(&o.Service, "admission-service", o.Service, "Service in front of the webhook: named in a self-issued certificate; the webhooks calling it are those whose caBundle a Secret's certificate must match.")
 	fs.StringVar(&o.Configuration, "admission-configuration", o.Configuration,
 		"ValidatingWebhookConfiguration whose caBundle the self-issued CA goes into.")
-	fs.StringVar(&o.Secret, "admission-secret", o.Secret, "Secret that keeps the self-issued CA and serving certificate.")
+	fs.StringVar(&o.Secret, "admission-secret", o.Secret, "Secret that keeps the serving certificate (tls.crt, tls.key): the self-issued one and its CA, or the one another tool issues (--admission-certs=secret).")
 	fs.DurationVar(&o.CertValidity, "admission-cert-validity", o.CertValidity,
 		"Lifetime of a self-issued serving certificate; it is renewed when a quarter of it is left.")
 	fs.StringSliceVar(&o.ExtraDNSNames, "admission-extra-dns-names", o.ExtraDNSNames,
@@ -155,6 +164,10 @@ func (o *Options) Validate() error {
 	}
 	switch o.Certs {
 	case CertsProvided:
+	case CertsSecret:
+		if o.Service == "" || o.Secret == "" {
+			errs = append(errs, errors.New(`--admission-certs=secret needs --admission-service and --admission-secret`))
+		}
 	case CertsSelf:
 		if o.Service == "" || o.Configuration == "" || o.Secret == "" {
 			errs = append(errs, errors.New(`--admission-certs=self needs --admission-service, --admission-configuration and --admission-secret`))
@@ -163,7 +176,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--admission-cert-validity %s is shorter than a minute", o.CertValidity))
 		}
 	default:
-		errs = append(errs, fmt.Errorf(`--admission-certs must be "self" or "provided", not %q`, o.Certs))
+		errs = append(errs, fmt.Errorf(`--admission-certs must be "self", "secret" or "provided", not %q`, o.Certs))
 	}
 	if o.CertDir == "" {
 		errs = append(errs, errors.New("--admission-cert-dir is empty"))

@@ -64,14 +64,16 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := tenant.IndexNamespaces(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	srv := webhook.NewServer(webhook.Options{
-		Host:    o.Host,
-		Port:    o.Port,
-		CertDir: o.CertDir,
-		// HTTP/2 stays off (CVE-2023-44487, CVE-2023-39325); the API
-		// server speaks HTTP/1.1 to webhooks anyway.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-	})
+	// HTTP/2 stays off (CVE-2023-44487, CVE-2023-39325); the API server
+	// speaks HTTP/1.1 to webhooks anyway.
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	log := mgr.GetLogger().WithName("admission")
+	var served *servedCerts
+	if o.Certs == CertsSecret {
+		served = newServedCerts(log)
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = served.GetCertificate })
+	}
+	srv := webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts})
 	var handler http.Handler = &webhook.Admission{Handler: &Validator{
 		Preflight: preflight,
 		Targets:   cronscaler.TargetClaims{Client: mgr.GetClient()},
@@ -86,16 +88,36 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := mgr.AddReadyzCheck("admission-webhook", srv.StartedChecker()); err != nil {
 		return fmt.Errorf("add the webhook's readiness check: %w", err)
 	}
-	log := mgr.GetLogger().WithName("admission")
-	if o.Certs == CertsProvided {
-		log.Info("Serving the admission webhook with a provided certificate", "port", o.Port, "certDir", o.CertDir)
-		return mgr.Add(srv)
-	}
 	ns := o.Namespace
 	if ns == "" {
 		ns = watchconfig.ResolveReleaseNamespace(env)
 	}
+	switch o.Certs {
+	case CertsProvided:
+		log.Info("Serving the admission webhook with a provided certificate", "port", o.Port, "certDir", o.CertDir)
+		return mgr.Add(srv)
+	case CertsSecret:
+		return setupSecretCerts(mgr, o, ns, srv, served, log)
+	}
 	return setupSelfIssued(mgr, o, ns, srv, log)
+}
+
+// setupSecretCerts serves the certificate another tool keeps in the
+// Secret, read from the API server on every replica (servedCerts). The
+// server starts once the Secret holds one.
+func setupSecretCerts(mgr ctrl.Manager, o Options, ns string, srv webhook.Server, served *servedCerts, log logr.Logger) error {
+	secret := types.NamespacedName{Namespace: ns, Name: o.Secret}
+	service := types.NamespacedName{Namespace: ns, Name: o.Service}
+	source, err := newSecretCertSource(mgr, secret, service, served)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(source); err != nil {
+		return err
+	}
+	log.Info("Serving the admission webhook with the certificate of a Secret", "port", o.Port, "secret", secret.String(),
+		"service", service.String())
+	return mgr.Add(&serveWhenReady{certificate: served.ready, srv: srv})
 }
 
 // setupSelfIssued issues and rotates the webhook's certificate with
@@ -138,20 +160,24 @@ func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server,
 	}
 	log.Info("Serving the admission webhook with a self-issued certificate", "port", o.Port, "secret", secret.String(),
 		"configuration", o.Configuration, "validity", o.CertValidity.String())
-	return mgr.Add(&serveWhenReady{ready: []<-chan struct{}{ready, files.written}, srv: srv})
+	return mgr.Add(&serveWhenReady{certificate: ready, copied: files.written, srv: srv})
 }
 
-// serveWhenReady starts the webhook server once one of ready is closed:
-// its certificate is there.
+// serveWhenReady starts the webhook server once its certificate is there:
+// certificate or copied is closed (a nil channel never is).
 type serveWhenReady struct {
-	ready []<-chan struct{}
-	srv   webhook.Server
+	// certificate is closed once this replica has a certificate of its
+	// own (issued, or read from the Secret).
+	certificate <-chan struct{}
+	// copied is closed once the Secret's certificate is in the directory.
+	copied <-chan struct{}
+	srv    webhook.Server
 }
 
 func (s *serveWhenReady) Start(ctx context.Context) error {
 	select {
-	case <-s.ready[0]:
-	case <-s.ready[1]:
+	case <-s.certificate:
+	case <-s.copied:
 	case <-ctx.Done():
 		return nil
 	}
@@ -176,6 +202,16 @@ type certFiles struct {
 }
 
 func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log logr.Logger) (*certFiles, error) {
+	c, err := secretCache(mgr, key)
+	if err != nil {
+		return nil, err
+	}
+	return &certFiles{cache: c, key: key, dir: dir, log: log, written: make(chan struct{})}, nil
+}
+
+// secretCache returns a cache of the webhook's Secret (and of nothing else
+// in its namespace) and of the webhook configurations, added to mgr.
+func secretCache(mgr ctrl.Manager, key types.NamespacedName) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),
 		Scheme:            mgr.GetScheme(),
@@ -194,7 +230,7 @@ func newCertFiles(mgr ctrl.Manager, key types.NamespacedName, dir string, log lo
 	if err := mgr.Add(anyReplicaCache{c}); err != nil {
 		return nil, err
 	}
-	return &certFiles{cache: c, key: key, dir: dir, log: log, written: make(chan struct{})}, nil
+	return c, nil
 }
 
 func (f *certFiles) NeedLeaderElection() bool { return false }
