@@ -112,7 +112,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
-//     Ready, which a readiness controller keeps current (ready.go).
+//     Ready, which a readiness controller keeps current (ready.go);
+//   - PauseAnnotation pauses a resource, but not its deletion (pause.go).
 func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionClientGetter) ([]reconciler.Option, error) {
 	rw := k.watch
 	opts := []reconciler.Option{
@@ -126,6 +127,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		reconciler.WithMaxConcurrentReconciles(rw.MaxConcurrentReconciles),
 		reconciler.WithMaxReleaseHistory(rw.MaxReleaseHistory),
 		reconciler.WithActionClientGetter(acg),
+		reconciler.WithPauseReconcileHandler(pauseHandler()),
 		// The reconciler adds the kind and the object's key to every line.
 		reconciler.WithLog(k.rt.log.WithName("reconciler")),
 	}
