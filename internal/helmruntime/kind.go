@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,7 +114,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
 //     Ready, which a readiness controller keeps current (ready.go);
-//   - PauseAnnotation pauses a resource, but not its deletion (pause.go).
+//   - PauseAnnotation pauses a resource, but not its deletion (pause.go);
+//     the library's install, upgrade and uninstall annotations set the
+//     options of those actions.
 func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionClientGetter) ([]reconciler.Option, error) {
 	rw := k.watch
 	opts := []reconciler.Option{
@@ -128,6 +131,11 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		reconciler.WithMaxReleaseHistory(rw.MaxReleaseHistory),
 		reconciler.WithActionClientGetter(acg),
 		reconciler.WithPauseReconcileHandler(pauseHandler()),
+		// helm.sdk.operatorframework.io/{install,upgrade,uninstall}-description,
+		// -disable-hooks and upgrade-force, as operator-sdk's Helm operator.
+		reconciler.WithInstallAnnotations(annotation.DefaultInstallAnnotations...),
+		reconciler.WithUpgradeAnnotations(annotation.DefaultUpgradeAnnotations...),
+		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
 		// The reconciler adds the kind and the object's key to every line.
 		reconciler.WithLog(k.rt.log.WithName("reconciler")),
 	}

@@ -1,7 +1,12 @@
 package testkit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,4 +46,32 @@ func (k *Kube) Releases(ctx context.Context) (map[string][]string, error) {
 		slices.Sort(v)
 	}
 	return revs, nil
+}
+
+// ReleaseDescription returns the description Helm recorded for a revision
+// of release in ns (its record's info.description).
+func (k *Kube) ReleaseDescription(ctx context.Context, ns, release string, revision int) (string, error) {
+	var s corev1.Secret
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", release, revision)}, &s); err != nil {
+		return "", err
+	}
+	// Helm stores the record as base64 of gzipped JSON, inside the
+	// Secret's own base64.
+	gz, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
+	if err != nil {
+		return "", err
+	}
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return "", err
+	}
+	var record struct {
+		Info struct {
+			Description string `json:"description"`
+		} `json:"info"`
+	}
+	if err := json.NewDecoder(r).Decode(&record); err != nil {
+		return "", err
+	}
+	return record.Info.Description, nil
 }

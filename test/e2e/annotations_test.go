@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
+)
+
+// TestLibraryAnnotations: the install and upgrade annotations of
+// operator-sdk's Helm operator set the options of those Helm actions: the
+// descriptions are recorded on the revisions, and upgrade-force replaces
+// the objects (a label added by hand, which an ordinary upgrade's patch
+// keeps, goes).
+func TestLibraryAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "e2e-annotations", "annotated-nginx"
+	env.CreateNamespace(t, ns)
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	env.Apply(t, ns, `
+apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: `+name+`
+  annotations:
+    helm.sdk.operatorframework.io/install-description: installed by pipeline 42
+spec: {replicaCount: 1}`)
+	revision := func(n int) func(g Gomega) {
+		return func(g Gomega) {
+			status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
+			g.Expect(status).To(Equal("True"), msg)
+			want := "InstallSuccessful"
+			if n > 1 {
+				want = "UpgradeSuccessful"
+			}
+			g.Expect(reason).To(Equal(want))
+			g.Expect(env.ReleaseRevisions(ctx, ns, name)).To(HaveLen(n))
+		}
+	}
+	g.Eventually(revision(1)).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(env.ReleaseDescription(ctx, ns, name, 1)).To(Equal("installed by pipeline 42"))
+
+	handLabel := func() {
+		g.Eventually(func() error {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, key, d); err != nil {
+				return err
+			}
+			d.Labels["hand"] = "made"
+			return env.Client.Update(ctx, d)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	labels := func() map[string]string {
+		d := &appsv1.Deployment{}
+		g.Expect(env.Client.Get(ctx, key, d)).To(Succeed())
+		return d.Labels
+	}
+
+	t.Log("upgrade-description; an ordinary upgrade patches and keeps a label added by hand")
+	handLabel()
+	out, err := env.Kubectl("annotate", "nginx", name, "-n", ns, "helm.sdk.operatorframework.io/upgrade-description=scaled for the sale")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(revision(2)).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(env.ReleaseDescription(ctx, ns, name, 2)).To(Equal("scaled for the sale"))
+	g.Expect(labels()).To(HaveKeyWithValue("hand", "made"))
+
+	t.Log("upgrade-force: the upgrade replaces the objects")
+	out, err = env.Kubectl("annotate", "nginx", name, "-n", ns, "helm.sdk.operatorframework.io/upgrade-force=true")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":3}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(revision(3)).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(labels()).NotTo(HaveKey("hand"))
+}
