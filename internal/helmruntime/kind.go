@@ -139,7 +139,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		// The reconciler adds the kind and the object's key to every line.
 		reconciler.WithLog(k.rt.log.WithName("reconciler")),
 	}
-	resync, err := resyncOptions(mgr.GetCache(), rw)
+	resync, err := resyncOptions(mgr.GetCache(), rw, k.recorder)
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,13 +39,18 @@ const ResyncJitter = 0.2
 // spec edits and drift of rendered objects trigger reconciles through
 // watches at once.
 
+// ReconcilePeriodAnnotation sets the resync period of one resource (a Go
+// duration: 30s, 5m, 1h), in place of its watch's reconcilePeriod, as in
+// operator-sdk's Helm operator; "0s" turns its resync off. A value that is
+// not a duration is reported in a Warning Event (InvalidAnnotation) and
+// the watch's period applies.
+const ReconcilePeriodAnnotation = "helm.sdk.operatorframework.io/reconcile-period"
+
 // resyncOptions replaces the library's fixed requeue with jittered
-// per-resource resyncs for a watch with a reconcile period.
-func resyncOptions(c cache.Cache, rw watchconfig.ResolvedWatch) ([]reconciler.Option, error) {
+// per-resource resyncs, of the watch's reconcile period or of a
+// resource's ReconcilePeriodAnnotation.
+func resyncOptions(c cache.Cache, rw watchconfig.ResolvedWatch, recorder record.EventRecorder) ([]reconciler.Option, error) {
 	opts := []reconciler.Option{reconciler.WithReconcilePeriod(0)}
-	if rw.ReconcilePeriod <= 0 {
-		return opts, nil
-	}
 	var preds []predicate.Predicate
 	if sel, err := metav1.LabelSelectorAsSelector(&rw.Selector); err != nil {
 		return nil, fmt.Errorf("selector of %s: %w", rw.GVK, err)
@@ -54,7 +61,12 @@ func resyncOptions(c cache.Cache, rw watchconfig.ResolvedWatch) ([]reconciler.Op
 		}
 		preds = append(preds, p)
 	}
-	r := newJitteredResync(rw.ReconcilePeriod, ResyncJitter, clock.RealClock{}, rand.Float64)
+	r := newJitteredResync(max(rw.ReconcilePeriod, 0), ResyncJitter, clock.RealClock{}, rand.Float64)
+	r.invalid = func(obj client.Object, value string) {
+		recorder.Eventf(obj, corev1.EventTypeWarning, "InvalidAnnotation",
+			"%s %q is not a duration (such as 30s, 5m or 1h); the resync period of the kind applies (%s)",
+			ReconcilePeriodAnnotation, value, describePeriod(rw.ReconcilePeriod))
+	}
 	setup := func(ctrl reconciler.ControllerSetup) error {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(rw.GVK)
@@ -63,16 +75,29 @@ func resyncOptions(c cache.Cache, rw watchconfig.ResolvedWatch) ([]reconciler.Op
 	return append(opts, reconciler.WithControllerSetupFunc(setup)), nil
 }
 
+// describePeriod says a watch's reconcile period in an Event.
+func describePeriod(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return d.String()
+}
+
 // jitteredResync is an event handler on the custom resources of one
 // controller: it keeps one timer per resource, which enqueues the
 // resource and rearms itself with a new jittered delay, and drops the
 // timer when the resource is deleted.
 type jitteredResync struct {
+	// period is the resync period of a resource without
+	// ReconcilePeriodAnnotation; 0: none.
 	period time.Duration
 	jitter float64
 	clock  clock.WithDelayedExecution
 	// random returns a number in [0, 1).
 	random func() float64
+	// invalid, when set, reports a ReconcilePeriodAnnotation that is not
+	// a duration, once per value.
+	invalid func(obj client.Object, value string)
 
 	mu      sync.Mutex
 	timers  map[types.NamespacedName]resyncTimer
@@ -80,11 +105,12 @@ type jitteredResync struct {
 	stopped bool
 }
 
-// resyncTimer is the timer of one resource; gen tells a timer from the one
-// that replaced it.
+// resyncTimer is the timer of one resource, for its period; gen tells a
+// timer from the one that replaced it.
 type resyncTimer struct {
 	clock.Timer
-	gen uint64
+	gen    uint64
+	period time.Duration
 }
 
 var _ interface {
@@ -95,20 +121,68 @@ func newJitteredResync(period time.Duration, jitter float64, c clock.WithDelayed
 	return &jitteredResync{period: period, jitter: jitter, clock: c, random: random, timers: map[types.NamespacedName]resyncTimer{}}
 }
 
-// delay returns the next jittered delay.
-func (r *jitteredResync) delay() time.Duration {
+// delay returns the next jittered delay of period.
+func (r *jitteredResync) delay(period time.Duration) time.Duration {
 	f := 1 - r.jitter + 2*r.jitter*r.random()
-	return time.Duration(float64(r.period) * f)
+	return time.Duration(float64(period) * f)
+}
+
+// periodOf returns the resync period of obj: its ReconcilePeriodAnnotation,
+// else the default.
+func (r *jitteredResync) periodOf(obj client.Object) time.Duration {
+	v, ok := obj.GetAnnotations()[ReconcilePeriodAnnotation]
+	if !ok {
+		return r.period
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return r.period
+	}
+	return d
+}
+
+// reportInvalid reports obj's ReconcilePeriodAnnotation if it is not a
+// duration and differs from old's (nil: a resource seen for the first
+// time).
+func (r *jitteredResync) reportInvalid(old, obj client.Object) {
+	v, ok := obj.GetAnnotations()[ReconcilePeriodAnnotation]
+	if !ok || r.invalid == nil {
+		return
+	}
+	if old != nil && old.GetAnnotations()[ReconcilePeriodAnnotation] == v {
+		return
+	}
+	if d, err := time.ParseDuration(v); err != nil || d < 0 {
+		r.invalid(obj, v)
+	}
 }
 
 // Create arms the timer of a resource the cache has seen for the first time
 // (including every resource listed when the operator starts).
 func (r *jitteredResync) Create(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	r.arm(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, q)
+	r.reportInvalid(nil, e.Object)
+	r.arm(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, r.periodOf(e.Object), q)
 }
 
-// Update changes nothing: the library's own watch reconciles updates.
-func (r *jitteredResync) Update(context.Context, event.TypedUpdateEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// Update rearms the timer of a resource whose period changed; the
+// library's own watch reconciles updates.
+func (r *jitteredResync) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.reportInvalid(e.ObjectOld, e.ObjectNew)
+	key := types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()}
+	period := r.periodOf(e.ObjectNew)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.timers[key]
+	if r.stopped || (ok && t.period == period) || (!ok && period <= 0) {
+		return
+	}
+	if ok {
+		t.Stop()
+		delete(r.timers, key)
+	}
+	if period > 0 {
+		r.schedule(key, period, q)
+	}
 }
 
 // Delete drops the timer of a deleted resource.
@@ -126,27 +200,28 @@ func (r *jitteredResync) Delete(_ context.Context, e event.TypedDeleteEvent[clie
 func (r *jitteredResync) Generic(context.Context, event.TypedGenericEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 }
 
-// arm starts the timer of key unless it runs already.
-func (r *jitteredResync) arm(key types.NamespacedName, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// arm starts the timer of key for period unless it runs already; a period
+// of 0 starts none.
+func (r *jitteredResync) arm(key types.NamespacedName, period time.Duration, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped {
+	if r.stopped || period <= 0 {
 		return
 	}
 	if _, ok := r.timers[key]; ok {
 		return
 	}
-	r.schedule(key, q)
+	r.schedule(key, period, q)
 }
 
 // schedule sets a timer for key; r.mu is held.
-func (r *jitteredResync) schedule(key types.NamespacedName, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (r *jitteredResync) schedule(key types.NamespacedName, period time.Duration, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	r.gen++
 	gen := r.gen
 	// The callback must not block the clock (a fake clock runs it while
 	// holding its own lock), so the work happens in a goroutine.
-	t := r.clock.AfterFunc(r.delay(), func() { go r.fire(key, q, gen) })
-	r.timers[key] = resyncTimer{Timer: t, gen: gen}
+	t := r.clock.AfterFunc(r.delay(period), func() { go r.fire(key, q, gen) })
+	r.timers[key] = resyncTimer{Timer: t, gen: gen, period: period}
 }
 
 // fire enqueues key and rearms its timer, unless the timer was replaced,
@@ -158,11 +233,12 @@ func (r *jitteredResync) fire(key types.NamespacedName, q workqueue.TypedRateLim
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.timers[key]; r.stopped || !ok || t.gen != gen {
+	t, ok := r.timers[key]
+	if r.stopped || !ok || t.gen != gen {
 		return
 	}
 	q.Add(reconcile.Request{NamespacedName: key})
-	r.schedule(key, q)
+	r.schedule(key, t.period, q)
 }
 
 // stop stops every timer; it runs when a timer fires after the controller

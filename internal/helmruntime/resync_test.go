@@ -27,7 +27,7 @@ func TestJitteredResyncDelay(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newJitteredResync(time.Hour, ResyncJitter, clocktesting.NewFakeClock(time.Now()), func() float64 { return tc.random })
-			NewWithT(t).Expect(r.delay()).To(Equal(tc.want))
+			NewWithT(t).Expect(r.delay(r.period)).To(Equal(tc.want))
 		})
 	}
 }
@@ -107,4 +107,61 @@ func TestJitteredResync(t *testing.T) {
 	g.Eventually(r.scheduled).WithTimeout(5 * time.Second).Should(BeZero())
 	r.Create(t.Context(), event.TypedCreateEvent[client.Object]{Object: obj("d")}, q)
 	g.Expect(r.scheduled()).To(BeZero())
+}
+
+func TestJitteredResyncAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	// No period for the kind; each draw is the middle: the period itself.
+	r := newJitteredResync(0, ResyncJitter, clk, func() float64 { return 0.5 })
+	var invalid []string
+	r.invalid = func(obj client.Object, value string) { invalid = append(invalid, obj.GetName()+"="+value) }
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	obj := func(name, period string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetNamespace("ns")
+		u.SetName(name)
+		if period != "" {
+			u.SetAnnotations(map[string]string{ReconcilePeriodAnnotation: period})
+		}
+		return u
+	}
+	queued := func(want ...string) {
+		t.Helper()
+		var got []string
+		g.Eventually(func() []string {
+			for q.Len() > 0 {
+				item, _ := q.Get()
+				got = append(got, item.Name)
+				q.Done(item)
+				q.Forget(item)
+			}
+			return got
+		}).WithTimeout(5 * time.Second).WithPolling(10 * time.Millisecond).Should(ConsistOf(want))
+	}
+
+	t.Log("without a period for the kind, only annotated resources are resynced")
+	r.Create(t.Context(), event.TypedCreateEvent[client.Object]{Object: obj("plain", "")}, q)
+	r.Create(t.Context(), event.TypedCreateEvent[client.Object]{Object: obj("fast", "1m")}, q)
+	r.Create(t.Context(), event.TypedCreateEvent[client.Object]{Object: obj("bad", "soon")}, q)
+	g.Expect(r.scheduled()).To(Equal(1))
+	g.Expect(invalid).To(Equal([]string{"bad=soon"}))
+	clk.Step(time.Minute)
+	queued("fast")
+
+	t.Log("an edit of the annotation rearms the timer with the new period")
+	r.Update(t.Context(), event.TypedUpdateEvent[client.Object]{ObjectOld: obj("fast", "1m"), ObjectNew: obj("fast", "10m")}, q)
+	r.Update(t.Context(), event.TypedUpdateEvent[client.Object]{ObjectOld: obj("plain", ""), ObjectNew: obj("plain", "5m")}, q)
+	clk.Step(5 * time.Minute)
+	queued("plain")
+	clk.Step(5 * time.Minute)
+	queued("plain", "fast")
+
+	t.Log("0s stops the resync; an invalid value is reported once, when it changes")
+	r.Update(t.Context(), event.TypedUpdateEvent[client.Object]{ObjectOld: obj("fast", "10m"), ObjectNew: obj("fast", "0s")}, q)
+	r.Update(t.Context(), event.TypedUpdateEvent[client.Object]{ObjectOld: obj("bad", "soon"), ObjectNew: obj("bad", "soon")}, q)
+	r.Update(t.Context(), event.TypedUpdateEvent[client.Object]{ObjectOld: obj("bad", "soon"), ObjectNew: obj("bad", "-1m")}, q)
+	g.Expect(invalid).To(Equal([]string{"bad=soon", "bad=-1m"}))
+	g.Expect(r.scheduled()).To(Equal(1))
 }

@@ -80,3 +80,51 @@ spec: {replicaCount: 1}`)
 	g.Eventually(revision(3)).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Expect(labels()).NotTo(HaveKey("hand"))
 }
+
+// TestReconcilePeriodAnnotation: helm.sdk.operatorframework.io/reconcile-period
+// sets one resource's resync period in place of its kind's (1h here); 0s
+// stops it; a value that is not a duration is reported in an Event.
+func TestReconcilePeriodAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "e2e-reconcile-period", "period-nginx"
+	env.CreateNamespace(t, ns)
+	env.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: "+name+"}, spec: {replicaCount: 1}}")
+	g.Eventually(func(g Gomega) {
+		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	reconciles := func() float64 {
+		n, err := env.manager.metric("controller_runtime_reconcile_total", "controller=nginx-controller")
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+	annotate := func(value string) {
+		out, err := env.Kubectl("annotate", "--overwrite", "nginx", name, "-n", ns, "helm.sdk.operatorframework.io/reconcile-period="+value)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+	}
+
+	t.Log("1s: resynced about every second")
+	annotate("1s")
+	time.Sleep(time.Second) // the reconcile of the annotation's edit
+	before := reconciles()
+	time.Sleep(5 * time.Second)
+	resyncs := reconciles() - before
+	t.Logf("%v reconciles in 5 s", resyncs)
+	g.Expect(resyncs).To(BeNumerically(">=", 3))
+
+	t.Log("0s: no resync")
+	annotate("0s")
+	time.Sleep(time.Second)
+	before = reconciles()
+	time.Sleep(3 * time.Second)
+	g.Expect(reconciles() - before).To(BeNumerically("<=", 1))
+
+	t.Log("not a duration: a Warning Event, the kind's period applies")
+	annotate("soon")
+	g.Eventually(func(g Gomega) {
+		msgs, _, err := env.WarningEvents(ctx, ns, name, "InvalidAnnotation")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(msgs).To(ContainElement(ContainSubstring(`helm.sdk.operatorframework.io/reconcile-period "soon" is not a duration`)))
+	}).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
