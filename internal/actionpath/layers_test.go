@@ -19,6 +19,7 @@ func TestLayerOrder(t *testing.T) {
 		names = append(names, l.Name)
 	}
 	g.Expect(names).To(Equal([]string{
+		"uninstall wait",
 		"failure events",
 		"rollback note",
 		"activity",

@@ -83,6 +83,10 @@ func NewWithLayers(base helmclient.ActionClientGetter, nsFor helmclient.ObjectTo
 // Layers are the layers of one kind's path, outermost first.
 func Layers(k Kind) []Layer {
 	return []Layer{
+		// A resource with the uninstall-wait annotation stays until its
+		// release's objects are gone (uninstallwait.go); above the
+		// failure Events, as waiting is no failure.
+		{"uninstall wait", uninstallWaits(k.Recorder)},
 		// Failed installs, upgrades, renders and uninstalls become Warning
 		// Events on the custom resource (events.go).
 		{"failure events", failureEvents(k.Recorder)},

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/test/testkit"
@@ -127,4 +130,68 @@ func TestReconcilePeriodAnnotation(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(msgs).To(ContainElement(ContainSubstring(`helm.sdk.operatorframework.io/reconcile-period "soon" is not a duration`)))
 	}).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+// TestUninstallWaitAnnotation: a resource with
+// helm.sdk.operatorframework.io/uninstall-wait stays, saying what it waits
+// for, until every object of its release is gone; here a ConfigMap that a
+// finalizer of someone else's holds.
+func TestUninstallWaitAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "e2e-uninstall-wait", "waiting-nginx"
+	const hold = "e2e.acme.com/hold"
+	env.CreateNamespace(t, ns)
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	env.Apply(t, ns, `
+apiVersion: web.acme.com/v1alpha1
+kind: Nginx
+metadata:
+  name: `+name+`
+  annotations:
+    helm.sdk.operatorframework.io/uninstall-wait: "true"
+spec: {replicaCount: 1}`)
+	g.Eventually(func(g Gomega) {
+		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	setHold := func(on bool) {
+		g.Eventually(func() error {
+			cm := &corev1.ConfigMap{}
+			if err := env.Client.Get(ctx, key, cm); err != nil {
+				return err
+			}
+			if on {
+				cm.Finalizers = append(cm.Finalizers, hold)
+			} else {
+				cm.Finalizers = slices.DeleteFunc(cm.Finalizers, func(f string) bool { return f == hold })
+			}
+			return env.Client.Update(ctx, cm)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	setHold(true)
+
+	out, err := env.Kubectl("delete", "nginx", name, "-n", ns, "--wait=false")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Log("uninstalled, but the ConfigMap is held: the Nginx stays and says why")
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key, &appsv1.Deployment{})).To(MatchError(ContainSubstring("not found")))
+		_, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
+		g.Expect(msg).To(ContainSubstring("waiting for 1 object(s) to be gone"))
+		g.Expect(msg).To(ContainSubstring("ConfigMap " + ns + "/" + name))
+		g.Expect(env.EventsWithReason(ctx, ns, name, "UninstallWaiting")).NotTo(BeEmpty())
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Consistently(func() error {
+		_, err := env.Get(ctx, testkit.NginxGVK, ns, name)
+		return err
+	}).WithTimeout(3*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the Nginx waits")
+
+	t.Log("the ConfigMap goes: so does the Nginx")
+	released := time.Now()
+	setHold(false)
+	g.Eventually(func() bool {
+		_, err := env.Get(ctx, testkit.NginxGVK, ns, name)
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
+	t.Logf("the Nginx went %s after its last object", time.Since(released).Round(time.Millisecond))
 }
