@@ -128,48 +128,35 @@ func (r *jitteredResync) delay(period time.Duration) time.Duration {
 }
 
 // periodOf returns the resync period of obj: its ReconcilePeriodAnnotation,
-// else the default.
-func (r *jitteredResync) periodOf(obj client.Object) time.Duration {
+// else the default. An annotation that is not a duration is reported
+// when it differs from old's (old nil: a resource seen for the first
+// time), and the default applies.
+func (r *jitteredResync) periodOf(old, obj client.Object) time.Duration {
 	v, ok := obj.GetAnnotations()[ReconcilePeriodAnnotation]
 	if !ok {
 		return r.period
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return r.period
+	if err == nil && d >= 0 {
+		return d
 	}
-	return d
-}
-
-// reportInvalid reports obj's ReconcilePeriodAnnotation if it is not a
-// duration and differs from old's (nil: a resource seen for the first
-// time).
-func (r *jitteredResync) reportInvalid(old, obj client.Object) {
-	v, ok := obj.GetAnnotations()[ReconcilePeriodAnnotation]
-	if !ok || r.invalid == nil {
-		return
-	}
-	if old != nil && old.GetAnnotations()[ReconcilePeriodAnnotation] == v {
-		return
-	}
-	if d, err := time.ParseDuration(v); err != nil || d < 0 {
+	if r.invalid != nil && (old == nil || old.GetAnnotations()[ReconcilePeriodAnnotation] != v) {
 		r.invalid(obj, v)
 	}
+	return r.period
 }
 
 // Create arms the timer of a resource the cache has seen for the first time
 // (including every resource listed when the operator starts).
 func (r *jitteredResync) Create(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	r.reportInvalid(nil, e.Object)
-	r.arm(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, r.periodOf(e.Object), q)
+	r.arm(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, r.periodOf(nil, e.Object), q)
 }
 
 // Update rearms the timer of a resource whose period changed; the
 // library's own watch reconciles updates.
 func (r *jitteredResync) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	r.reportInvalid(e.ObjectOld, e.ObjectNew)
 	key := types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()}
-	period := r.periodOf(e.ObjectNew)
+	period := r.periodOf(e.ObjectOld, e.ObjectNew)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, ok := r.timers[key]

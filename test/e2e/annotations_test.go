@@ -93,10 +93,7 @@ func TestReconcilePeriodAnnotation(t *testing.T) {
 	const ns, name = "e2e-reconcile-period", "period-nginx"
 	env.CreateNamespace(t, ns)
 	env.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: "+name+"}, spec: {replicaCount: 1}}")
-	g.Eventually(func(g Gomega) {
-		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
-		g.Expect(status).To(Equal("True"), msg)
-	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
 	reconciles := func() float64 {
 		n, err := env.manager.metric("controller_runtime_reconcile_total", "controller=nginx-controller")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -151,10 +148,7 @@ metadata:
   annotations:
     helm.sdk.operatorframework.io/uninstall-wait: "true"
 spec: {replicaCount: 1}`)
-	g.Eventually(func(g Gomega) {
-		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
-		g.Expect(status).To(Equal("True"), msg)
-	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
 	setHold := func(on bool) {
 		g.Eventually(func() error {
 			cm := &corev1.ConfigMap{}
