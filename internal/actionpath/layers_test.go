@@ -26,6 +26,7 @@ func TestLayerOrder(t *testing.T) {
 		"ownership",
 		"digest",
 		"release memo",
+		"drift policy",
 		"repair stamp",
 		"release namespace",
 		"capabilities",

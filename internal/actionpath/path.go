@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/helmconfig"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // The action path: everything between the library's reconciler and Helm.
@@ -60,6 +61,8 @@ type Kind struct {
 	// StaleAfter is how old a pending revision this process knows nothing
 	// about must be to be unlocked.
 	StaleAfter time.Duration
+	// Drift is the kind's drift policy (watches.yaml drift).
+	Drift watchconfig.Drift
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -104,6 +107,9 @@ func Layers(k Kind) []Layer {
 		// The release is read from storage once per reconcile; every write
 		// to storage forgets it (memo.go).
 		{"release memo", rememberRelease},
+		// Drift is repaired, reported or left alone, as the kind and the
+		// resource ask; ignored fields are not repaired (drift.go).
+		{"drift policy", drifts(k.Drift, k.Status, k.Recorder, k.Log)},
 		// Drift repair stamps Helm's ownership metadata on what it
 		// recreates (driftrepair.go).
 		{"repair stamp", stampOwnershipOnRepair},

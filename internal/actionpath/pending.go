@@ -13,7 +13,6 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -135,35 +134,8 @@ func (u *staleUnlocker) unlockIfStale(ctx context.Context, ac actionClient, t ta
 	return nil
 }
 
-// setRecoveredCondition sets the Recovered condition on obj with a status
-// patch. obj is the library's copy of the custom resource; the patch
-// refreshes it, so the library's own status update later keeps the
-// condition and does not conflict.
+// setRecoveredCondition sets the Recovered condition on obj.
 func (u *staleUnlocker) setRecoveredCondition(ctx context.Context, obj client.Object, msg string) error {
-	cr, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return fmt.Errorf("unexpected custom resource type %T", obj)
-	}
-	base := cr.DeepCopy()
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	cond := map[string]interface{}{
-		"type":               ConditionRecovered,
-		"status":             string(metav1.ConditionTrue),
-		"reason":             ReasonPendingReleaseUnlocked,
-		"message":            msg,
-		"lastTransitionTime": u.activity.clock.Now().UTC().Format(time.RFC3339),
-	}
-	replaced := false
-	for i, c := range conds {
-		if m, ok := c.(map[string]interface{}); ok && m["type"] == ConditionRecovered {
-			conds[i], replaced = cond, true
-		}
-	}
-	if !replaced {
-		conds = append(conds, cond)
-	}
-	if err := unstructured.SetNestedSlice(cr.Object, conds, "status", "conditions"); err != nil {
-		return err
-	}
-	return u.status.Status().Patch(ctx, cr, client.MergeFrom(base))
+	return patchCondition(ctx, u.status, obj, ConditionRecovered,
+		&condition{Status: string(metav1.ConditionTrue), Reason: ReasonPendingReleaseUnlocked, Message: msg}, u.activity.clock.Now())
 }

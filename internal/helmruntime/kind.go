@@ -81,6 +81,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Capabilities:     caps,
 		ShardID:          rt.shardID,
 		StaleAfter:       rt.staleAfter,
+		Drift:            rw.Drift,
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {
@@ -187,6 +188,7 @@ func (k *kindRuntime) logConfigured() {
 		"maxConcurrentReconciles", rw.MaxConcurrentReconciles,
 		"maxReleaseHistory", rw.MaxReleaseHistory,
 		"overrideValues", len(rw.OverrideValues),
+		"driftMode", string(rw.Drift.Mode), "driftIgnoreRules", len(rw.Drift.Ignore),
 		"selector", describeSelector(rw.Selector),
 	}
 	if k.clusterScoped {

@@ -42,10 +42,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if len(ws) == 0 {
 		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
 	}
+	drifts, err := watchconfig.LoadDrift(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	rt, err := newRuntime(opts, ws, ctrlmetrics.Registry)
 	if err != nil {
 		return err
 	}
+	rt.drifts = drifts
 	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -54,7 +59,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 type runtimeState struct {
 	opts    Options
 	watches []watches.Watch
-	log     logr.Logger
+	// drifts are the drift policies of the watches, in their order.
+	drifts []watchconfig.Drift
+	log    logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
 	activity *actionpath.Activity
@@ -153,7 +160,10 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("register leader election observer: %w", err)
 	}
-	for _, rw := range resolved {
+	for i, rw := range resolved {
+		if i < len(rt.drifts) {
+			rw.Drift = rt.drifts[i]
+		}
 		if err := rt.setupKind(mgr, rw); err != nil {
 			return err
 		}

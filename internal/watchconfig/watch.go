@@ -48,6 +48,8 @@ type ResolvedWatch struct {
 	// Selector restricts reconciliation to custom resources whose labels match;
 	// the empty selector matches everything.
 	Selector metav1.LabelSelector
+	// Drift is the entry's drift policy (LoadDrift reads it).
+	Drift Drift
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
