@@ -12,11 +12,14 @@
 //     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
 //   - Validation of rendered manifests: left to the API server
 //     (serverSideValidation).
+//   - Rollback of a failed upgrade: forced, unless the resource says
+//     otherwise (rollbackForce).
 package helmconfig
 
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -63,11 +66,42 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action config getter: %w", err)
 	}
-	clientGetter, err := helmclient.NewActionClientGetter(&builder{inner: configGetter, c: c}, serverSideValidation()...)
+	acg := &builder{inner: configGetter, c: c}
+	forced, err := helmclient.NewActionClientGetter(acg, serverSideValidation()...)
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
 	}
-	return clientGetter, nil
+	unforced, err := helmclient.NewActionClientGetter(acg, append(serverSideValidation(),
+		helmclient.AppendUpgradeFailureRollbackOptions(func(r *action.Rollback) error {
+			r.Force = false
+			return nil
+		}))...)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action client getter: %w", err)
+	}
+	return rollbackForce{forced: forced, unforced: unforced}, nil
+}
+
+// RollbackForceAnnotation, "false" on a custom resource, makes the
+// rollback of its failed upgrades patch the objects back instead of
+// replacing them (Helm's rollback without --force), as in operator-sdk's
+// Helm operator; any other value, or none, keeps the library's forced
+// rollback.
+const RollbackForceAnnotation = "helm.sdk.operatorframework.io/rollback-force"
+
+// rollbackForce hands out the action clients of the library's getter that
+// rolls failed upgrades back as the resource's RollbackForceAnnotation
+// says. The library sets the rollback's options once per getter, not per
+// resource; both getters share one action configuration getter.
+type rollbackForce struct {
+	forced, unforced helmclient.ActionClientGetter
+}
+
+func (g rollbackForce) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	if force, err := strconv.ParseBool(obj.GetAnnotations()[RollbackForceAnnotation]); err == nil && !force {
+		return g.unforced.ActionClientFor(ctx, obj)
+	}
+	return g.forced.ActionClientFor(ctx, obj)
 }
 
 // builder completes the library's action configurations.

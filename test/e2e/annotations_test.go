@@ -189,3 +189,48 @@ spec: {replicaCount: 1}`)
 	}).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(BeTrue())
 	t.Logf("the Nginx went %s after its last object", time.Since(released).Round(time.Millisecond))
 }
+
+// TestRollbackForceAnnotation: a failed upgrade is rolled back by replacing
+// the objects (a label added by hand goes), unless the resource sets
+// helm.sdk.operatorframework.io/rollback-force: "false", which patches
+// them back (the label stays).
+func TestRollbackForceAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "e2e-rollback-force"
+	env.CreateNamespace(t, ns)
+	resources := map[string]string{"forced-nginx": "", "patched-nginx": `helm.sdk.operatorframework.io/rollback-force: "false"`}
+	for name, annotation := range resources {
+		env.Apply(t, ns, "{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: "+name+", annotations: {"+annotation+"}}, spec: {replicaCount: 1}}")
+	}
+	for name := range resources {
+		g.Eventually(func(g Gomega) {
+			status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
+			g.Expect(status).To(Equal("True"), msg)
+		}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+		g.Eventually(func() error {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+				return err
+			}
+			d.Labels["hand"] = "made"
+			return env.Client.Update(ctx, d)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		// A label value the API server refuses: the upgrade fails.
+		out, err := env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"podLabels":{"team":"not a valid label value!"}}}`)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+	}
+	for name := range resources {
+		g.Eventually(func(g Gomega) {
+			_, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
+			g.Expect(msg).To(ContainSubstring("rolled back to the last deployed revision"))
+		}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}
+	labels := func(name string) map[string]string {
+		d := &appsv1.Deployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+		return d.Labels
+	}
+	g.Expect(labels("forced-nginx")).NotTo(HaveKey("hand"), "a forced rollback replaces the Deployment")
+	g.Expect(labels("patched-nginx")).To(HaveKeyWithValue("hand", "made"), "a rollback without force patches it")
+}
