@@ -119,7 +119,15 @@ const contentDigestField = "platform-operator.acme.com/content-sha256"
 // is (their JSON, which has sorted keys, has the same SHA-256). A cached
 // Deployment shrinks from its whole spec, Pod template included, to its
 // metadata and 64 hex digits.
+//
+// An object that is already a fingerprint is left as it is: the transform
+// must be idempotent (client-go may pass an object it already transformed),
+// and a second fingerprint would judge the health of the fingerprint
+// itself (a Deployment without spec and status: "Replicas: 0/1").
 func fingerprint(u *unstructured.Unstructured) {
+	if _, done := u.Object[contentDigestField]; done {
+		return
+	}
 	content := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
 		switch k {

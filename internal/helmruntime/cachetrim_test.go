@@ -225,3 +225,27 @@ func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
 		})
 	}
 }
+
+// TestTransformIsIdempotent: an object the cache already transformed and
+// is transformed again (client-go may pass one) keeps its fingerprint and
+// the health of the real object, not the health of the fingerprint.
+func TestTransformIsIdempotent(t *testing.T) {
+	g := NewWithT(t)
+	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
+	available := deployment(1, "")
+	available.Object["status"] = map[string]any{"observedGeneration": int64(0), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1),
+		"conditions": []any{
+			map[string]any{"type": "Available", "status": "True"},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+		}}
+	once, err := transform(available)
+	g.Expect(err).NotTo(HaveOccurred())
+	first := once.(*unstructured.Unstructured).DeepCopy()
+	h, ok := readiness.Stashed(first)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(h.Status).To(Equal(kstatus.CurrentStatus), h.Message)
+
+	twice, err := transform(once)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(twice.(*unstructured.Unstructured).Object).To(Equal(first.Object))
+}
