@@ -21,9 +21,13 @@ bench: cluster-binaries build $(LOCALBIN)/helm-operator-plugins $(LOCALBIN)/helm
 	  --crd-dir config/crd/bases --chart helm-charts/nginx --out $(LOCALBIN)/bench $(if $(QUICK),--quick) \
 	  $(if $(N10K),-n 10000 -runtimes floor$(,)ours -spec '{"replicaCount":0}' -phase-timeout 60m -settle 30m) $(BENCH_ARGS)
 
-# Peers of the runtime benchmark (make bench), built from pinned modules.
+# Peers of the runtime benchmark (make bench), built from pinned modules;
+# operator-sdk's helm-operator is also the operator the migration test
+# (test/e2e) replaces.
 $(LOCALBIN)/helm-operator-plugins: hack/tools/helm-operator-plugins/go.mod
 	cd hack/tools/helm-operator-plugins && go build -o $@ github.com/operator-framework/helm-operator-plugins
 
+.PHONY: sdk-helm-operator
+sdk-helm-operator: $(LOCALBIN)/helm-operator ## Build operator-sdk v1.42.2's helm-operator into bin/ (bench and migration test peer).
 $(LOCALBIN)/helm-operator: hack/tools/sdk-helm-operator/go.mod
 	cd hack/tools/sdk-helm-operator && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/cmd/helm-operator

@@ -3,6 +3,7 @@ package actionpath
 import (
 	"context"
 
+	"github.com/acme/platform-operator/internal/manifest"
 	"github.com/acme/platform-operator/internal/release"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,7 @@ func digests(charts *release.ChartDigests, dryRuns *prometheus.CounterVec, kind 
 			charts:       charts,
 			dryRuns:      dryRuns,
 			kind:         kind,
+			owner:        string(t.obj.GetUID()),
 			log:          log.WithName("release-digest").WithValues("namespace", t.obj.GetNamespace(), "name", t.obj.GetName()),
 		}
 	}
@@ -52,6 +54,7 @@ type digestActionClient struct {
 	charts  *release.ChartDigests
 	dryRuns *prometheus.CounterVec
 	kind    string
+	owner   string // the custom resource's UID
 	log     logr.Logger
 }
 
@@ -90,29 +93,52 @@ func (c *digestActionClient) Upgrade(name, namespace string, chrt *chart.Chart, 
 // when the digest equals the deployed release's; a dry-run that renders
 // the deployed manifest records the digest on the deployed release, so
 // that the next one is skipped.
+//
+// A rendering that differs from the deployed manifest in text only (see
+// manifest.SameObjects: a release operator-sdk's Helm operator installed
+// from the same chart and values) is answered with the deployed manifest,
+// so that the library sees no change and adopts the release as it is: no
+// new revision, no object rewritten.
 func (c *digestActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
 	digest, skippable, err := c.digest(chrt, vals)
 	if err != nil {
 		return nil, err
 	}
 	cur, err := c.Get(name)
-	if err != nil || !skippable || cur.Info == nil || cur.Info.Status != hrelease.StatusDeployed {
+	if err != nil || cur.Info == nil || cur.Info.Status != hrelease.StatusDeployed {
 		c.dryRuns.WithLabelValues(c.kind, DryRunRendered).Inc()
 		return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
 	}
-	if cur.Labels[release.DigestLabel] == digest {
+	if skippable && cur.Labels[release.DigestLabel] == digest {
 		c.dryRuns.WithLabelValues(c.kind, DryRunSkipped).Inc()
 		c.log.V(1).Info("Release digest unchanged; dry-run upgrade skipped", "release", name, "version", cur.Version)
 		return cur, nil
 	}
 	c.dryRuns.WithLabelValues(c.kind, DryRunRendered).Inc()
 	rel, err := c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
-	if err != nil || rel.Manifest != cur.Manifest {
+	if err != nil {
 		return rel, err
 	}
-	// Same manifest, other digest (a release installed before the
-	// runtime recorded digests, or a new chart that renders the same).
-	// Record that on the release, so that the next dry-run is skipped.
+	if rel.Manifest != cur.Manifest {
+		same, err := manifest.SameObjects(rel.Manifest, cur.Manifest, c.owner)
+		if err != nil {
+			c.log.Info("Could not compare the rendered manifest with the deployed one; upgrading", "release", name, "error", err.Error())
+		}
+		if !same {
+			return rel, nil
+		}
+		c.log.Info("Release renders the objects it has deployed, in other text (installed by another operator); adopted without an upgrade", "release", name, "version", cur.Version)
+		adopted := *rel
+		adopted.Manifest = cur.Manifest
+		rel = &adopted
+	}
+	if !skippable {
+		return rel, nil
+	}
+	// Same objects, other digest (a release installed before the runtime
+	// recorded digests, by another operator, or a new chart that renders
+	// the same). Record that on the release, so that the next dry-run is
+	// skipped.
 	if _, err := relabel(c.Config(), cur, map[string]string{release.DigestLabel: digest}); err != nil {
 		c.log.Info("Could not record the release digest; the next reconcile runs the dry-run again", "release", cur.Name, "error", err.Error())
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	hrelease "helm.sh/helm/v3/pkg/release"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,27 +52,32 @@ func (k *Kube) Releases(ctx context.Context) (map[string][]string, error) {
 // ReleaseDescription returns the description Helm recorded for a revision
 // of release in ns (its record's info.description).
 func (k *Kube) ReleaseDescription(ctx context.Context, ns, release string, revision int) (string, error) {
+	r, err := k.ReleaseRecord(ctx, ns, release, revision)
+	if err != nil {
+		return "", err
+	}
+	return r.Info.Description, nil
+}
+
+// ReleaseRecord returns Helm's record of a revision of release in ns.
+func (k *Kube) ReleaseRecord(ctx context.Context, ns, release string, revision int) (*hrelease.Release, error) {
 	var s corev1.Secret
 	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", release, revision)}, &s); err != nil {
-		return "", err
+		return nil, err
 	}
 	// Helm stores the record as base64 of gzipped JSON, inside the
 	// Secret's own base64.
 	gz, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	r, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var record struct {
-		Info struct {
-			Description string `json:"description"`
-		} `json:"info"`
-	}
+	var record hrelease.Release
 	if err := json.NewDecoder(r).Decode(&record); err != nil {
-		return "", err
+		return nil, err
 	}
-	return record.Info.Description, nil
+	return &record, nil
 }

@@ -1,6 +1,7 @@
 // Pins operator-sdk's helm-operator (cmd/helm-operator), a peer of our
-// runtime in the runtime benchmark (make bench); built into bin/ by the
-// Makefile. Not a dependency of the product.
+// runtime in the runtime benchmark (make bench) and the operator the
+// migration test (test/e2e) replaces; built into bin/ by the Makefile.
+// Not a dependency of the product.
 module github.com/acme/platform-operator/hack/tools/sdk-helm-operator
 
 go 1.25.7
