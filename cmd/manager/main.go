@@ -17,9 +17,14 @@ import (
 func main() {
 	opts := helmruntime.DefaultOptions()
 	opts.BindFlags(pflag.CommandLine)
+	sdkFlags := opts.BindOperatorSDKFlags(pflag.CommandLine)
 
 	log := managersetup.ParseFlags()
 
+	if err := sdkFlags.Apply(pflag.CommandLine, os.LookupEnv, log); err != nil {
+		log.Error(err, "Invalid options")
+		os.Exit(2)
+	}
 	if err := opts.Complete(watchconfig.OSEnv()); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)

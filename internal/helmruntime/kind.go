@@ -100,6 +100,15 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	return nil
 }
 
+// libraryRecorder is the event recorder of the library's reconciler: the
+// kind's, masking override values when the options ask so.
+func (k *kindRuntime) libraryRecorder() record.EventRecorder {
+	if k.rt.opts.SuppressOverrideValues {
+		return maskedOverrides{k.recorder}
+	}
+	return k.recorder
+}
+
 // reconcilerOptions maps the resolved watch onto the library's reconciler
 // options, with the runtime's additions:
 //   - jittered per-resource resyncs (resync.go);
@@ -108,7 +117,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 //   - the reconciler's client reads only the shard's resources
 //     (shardfilter.go), and its status writes carry Ready, the refusal
 //     reasons of the ownership layer and no Secret value
-//     (statusclient.go);
+//     (statusclient.go); adding the library's finalizer drops
+//     operator-sdk's (sdkcompat.go);
 //   - values the chart declares as generated are generated once and then
 //     kept for the life of the release (generated.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
@@ -139,6 +149,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
 		// The reconciler adds the kind and the object's key to every line.
 		reconciler.WithLog(k.rt.log.WithName("reconciler")),
+		reconciler.WithEventRecorder(k.libraryRecorder()),
 	}
 	resync, err := resyncOptions(mgr.GetCache(), rw, k.recorder)
 	if err != nil {
@@ -147,7 +158,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withStatusEdits(k.shardClient(mgr), k.ready.stampStatus, refusalReasons(k.refusals), redactSecrets)),
+		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.stampStatus, refusalReasons(k.refusals), redactSecrets)),
 		reconciler.WithPostHook(k.ready),
 	)
 	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))

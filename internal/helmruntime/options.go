@@ -58,6 +58,10 @@ type Options struct {
 	// WATCH_NAMESPACE when it is nil.
 	WatchNamespaces []string
 
+	// SuppressOverrideValues masks the values of the watches' override
+	// values in the Events that report them.
+	SuppressOverrideValues bool
+
 	// Log is the logger of the runtime and its reconcilers. The zero value
 	// means controller-runtime's global logger (ctrl.Log).
 	Log logr.Logger

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,6 +91,9 @@ func TestMigrateFromOperatorSDK(t *testing.T) {
 			status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
 			g.Expect([]string{status, reason}).To(Equal([]string{"True", "InstallSuccessful"}), "%s: %s", name, msg)
 			before[name] = readReleaseState(ctx, g, ns, name)
+			cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cr.GetFinalizers()).To(Equal([]string{sdkFinalizer}))
 		}
 	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("operator-sdk's helm-operator installed %d releases in %s", len(names), time.Since(installed).Round(time.Second))
@@ -113,6 +117,12 @@ func TestMigrateFromOperatorSDK(t *testing.T) {
 		}
 	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 
+	for _, name := range names {
+		cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cr.GetFinalizers()).To(Equal([]string{"uninstall-helm-release"}), "operator-sdk's finalizer gave way to this operator's")
+	}
+
 	t.Log("a spec edit after the switch upgrades as usual")
 	name := names[0]
 	out, err := env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
@@ -124,7 +134,19 @@ func TestMigrateFromOperatorSDK(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-nginx"}, d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	t.Log("a resource operator-sdk installed is uninstalled when deleted")
+	out, err = env.Kubectl("delete", "nginx", names[1], "-n", ns, "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.ReleaseRevisions(ctx, ns, names[1])).To(BeEmpty())
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[1] + "-nginx"}, &appsv1.Deployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Deployment is still there: %v", err)
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
+
+// sdkFinalizer is operator-sdk's Helm operator's uninstall finalizer.
+const sdkFinalizer = "helm.sdk.operatorframework.io/uninstall-release"
 
 // readReleaseState reads the latest revision of release name and the state
 // of its Deployment and Pods (the Deployment must have its one Pod).
