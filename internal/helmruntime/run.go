@@ -46,6 +46,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	for _, msg := range ignored {
+		log.Info("Warning: watches file: "+msg, "watchesFile", opts.WatchesFile)
+	}
 	rt, err := newRuntime(opts, ws, ctrlmetrics.Registry)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package watchconfig
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -133,31 +132,6 @@ func ParseDriftIgnores(s string) ([]DriftIgnore, error) {
 		}
 	}
 	return rules, nil
-}
-
-// LoadDrift reads the drift field of every entry of the watches file at
-// path, in the order of the entries. The library's loader, which reads
-// the other fields, ignores it.
-func LoadDrift(path string) ([]Drift, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var entries []struct {
-		Drift Drift `json:"drift"`
-	}
-	if err := yaml.Unmarshal(b, &entries); err != nil {
-		return nil, err
-	}
-	out := make([]Drift, len(entries))
-	for i, e := range entries {
-		if err := e.Drift.Validate(); err != nil {
-			return nil, fmt.Errorf("entry %d: drift: %w", i, err)
-		}
-		e.Drift.Mode, _ = ParseDriftMode(string(e.Drift.Mode))
-		out[i] = e.Drift
-	}
-	return out, nil
 }
 
 // FieldStep is one step of a FieldPath: a key, and optionally a selector

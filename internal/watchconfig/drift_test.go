@@ -62,3 +62,17 @@ func TestParseDriftIgnores(t *testing.T) {
 	_, err = ParseDriftIgnores(`[{kind: Deployment, path: [x]}]`)
 	g.Expect(err).To(HaveOccurred(), "an unknown field is refused")
 }
+
+func TestIgnoredFields(t *testing.T) {
+	g := NewWithT(t)
+	p := filepath.Join(t.TempDir(), "watches.yaml")
+	g.Expect(os.WriteFile(p, []byte(`
+- {group: a, version: v1, kind: A, chart: c, dryRunOption: server, drift: {mode: warn}, selector: {}}
+- {group: a, version: v1, kind: B, chart: c, reconcilePeriod: 1m, maxConcurrentReconciles: 2, overrideValues: {}, watchDependentResources: false, blacklist: []}
+`), 0o600)).To(Succeed())
+	msgs, err := IgnoredFields(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(msgs).To(HaveLen(2))
+	g.Expect(msgs[0]).To(HavePrefix(`entry 0 (A): field "dryRunOption" is not read by this operator; the dry-run upgrade`))
+	g.Expect(msgs[1]).To(Equal(`entry 1 (B): field "blacklist" is not read by this operator`))
+}

@@ -1,0 +1,79 @@
+package watchconfig
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The library loads watches.yaml (watches.Load) and ignores what it does
+// not know. What this operator adds to an entry is read here, and what
+// neither reads is reported, never silently dropped.
+
+// LoadDrift reads the drift field of every entry of the watches file at
+// path, in the order of the entries. The library's loader, which reads
+// the other fields, ignores it.
+func LoadDrift(path string) ([]Drift, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []struct {
+		Drift Drift `json:"drift"`
+	}
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		return nil, err
+	}
+	out := make([]Drift, len(entries))
+	for i, e := range entries {
+		if err := e.Drift.Validate(); err != nil {
+			return nil, fmt.Errorf("entry %d: drift: %w", i, err)
+		}
+		e.Drift.Mode, _ = ParseDriftMode(string(e.Drift.Mode))
+		out[i] = e.Drift
+	}
+	return out, nil
+}
+
+// knownFields are the fields of a watches.yaml entry this operator reads:
+// the library's and drift.
+var knownFields = map[string]bool{
+	"group": true, "version": true, "kind": true, "chart": true,
+	"watchDependentResources": true, "overrideValues": true, "reconcilePeriod": true,
+	"maxConcurrentReconciles": true, "selector": true, "drift": true,
+}
+
+// IgnoredFields names the fields of the entries of the watches file at path
+// that this operator does not read, with why when it knows the field
+// (operator-sdk's dryRunOption), one message per field.
+func IgnoredFields(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []map[string]any
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, e := range entries {
+		keys := make([]string, 0, len(e))
+		for k := range e {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if knownFields[k] {
+				continue
+			}
+			msg := fmt.Sprintf("entry %d (%v): field %q is not read by this operator", i, e["kind"], k)
+			if k == "dryRunOption" {
+				msg += "; the dry-run upgrade that decides whether a release changed always runs on the API server (operator-sdk's \"server\")"
+			}
+			out = append(out, msg)
+		}
+	}
+	return out, nil
+}
