@@ -19,7 +19,11 @@ test-e2e: cluster-binaries build sdk-helm-operator ## End-to-end tests: both bin
 
 .PHONY: test-reliability
 test-reliability: cluster-binaries build ## Reliability scenarios at full length (docs/reliability.md).
-	RELIABILITY_LONG=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 60m ./test/e2e/... -run 'TestReliability' -v
+	RELIABILITY_LONG=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 60m ./test/e2e/... -run '$(RELIABILITY_LONG_TESTS)' -v
+
+# The reliability tests that RELIABILITY_LONG changes; the others run as
+# they are in test-e2e, so test-reliability does not run them twice.
+RELIABILITY_LONG_TESTS := ^TestReliability(ChartRejectsValues|Outage)$$
 
 .PHONY: test-real
 test-real: node-deps node-binaries build kustomize ## End to end on a real node (root): the image from config/default.

@@ -233,4 +233,9 @@ func TestRollbackForceAnnotation(t *testing.T) {
 	}
 	g.Expect(labels("forced-nginx")).NotTo(HaveKey("hand"), "a forced rollback replaces the Deployment")
 	g.Expect(labels("patched-nginx")).To(HaveKeyWithValue("hand", "made"), "a rollback without force patches it")
+
+	// A failed upgrade is retried until the spec is fixed; the resources
+	// go, so that their retries do not load the tests that follow.
+	out, err := env.Kubectl("delete", "nginx", "--all", "-n", ns, "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 }
