@@ -20,6 +20,7 @@ func TestLayerOrder(t *testing.T) {
 	}
 	g.Expect(names).To(Equal([]string{
 		"uninstall wait",
+		"upgrade backoff",
 		"failure events",
 		"rollback note",
 		"activity",

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/helmconfig"
@@ -90,6 +91,11 @@ func Layers(k Kind) []Layer {
 		// release's objects are gone (uninstallwait.go); above the
 		// failure Events, as waiting is no failure.
 		{"uninstall wait", uninstallWaits(k.Recorder)},
+		// An upgrade that failed is tried again with the same values only
+		// after a backoff, not at each echo of its rollback
+		// (upgradebackoff.go); above the failure Events, as waiting is no
+		// new failure.
+		{"upgrade backoff", upgradeBackoffs(k.Charts, k.clock())},
 		// Failed installs, upgrades, renders and uninstalls become Warning
 		// Events on the custom resource (events.go).
 		{"failure events", failureEvents(k.Recorder)},
@@ -119,6 +125,14 @@ func Layers(k Kind) []Layer {
 		// drop the shared ones (capabilities.go).
 		{"capabilities", capabilities(k.Capabilities)},
 	}
+}
+
+// clock is the kind's clock: the Activity's, else the real one.
+func (k Kind) clock() clock.PassiveClock {
+	if k.Activity != nil {
+		return k.Activity.clock
+	}
+	return clock.RealClock{}
 }
 
 // target is the custom resource one action client acts for, and where its

@@ -437,12 +437,11 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(msgs).To(ContainElement(ContainSubstring("rolled back")))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	// The rollback is revision 3. The failed upgrade is retried with
+	// The rollback is revision 3. The failed upgrade is retried after its
 	// backoff, and each retry fails and is rolled back again: a failed
-	// revision, then a rollback that supersedes the one before it. So
-	// revision 3 may be superseded already; what matters is that every
-	// failed upgrade ends in a deployed rollback, which the latest revision
-	// is between two retries.
+	// revision, then a rollback that supersedes the one before it. What
+	// matters is that every failed upgrade ends in a deployed rollback,
+	// which the latest revision is between two retries.
 	g.Eventually(func(g Gomega) {
 		h, err := releaseHistory(ctx, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -452,6 +451,19 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 		g.Expect(status).To(Equal("deployed"), "the latest rollback: %s", describeHistory(h))
 		t.Logf("history: %s", describeHistory(h))
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	t.Log("the same upgrade waits for its backoff (10 s after the first failure)")
+	h, err := releaseHistory(ctx, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	latest, _ := latestRevision(h)
+	g.Consistently(func(g Gomega) {
+		h, err := releaseHistory(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		now, _ := latestRevision(h)
+		g.Expect(now).To(Equal(latest), describeHistory(h))
+		_, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
+		g.Expect(msg).To(ContainSubstring("or at once when the spec changes"))
+	}).WithTimeout(4 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	t.Log("the previous Deployment keeps serving, unchanged")
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
