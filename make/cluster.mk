@@ -14,7 +14,7 @@ CLUSTER_NODES_FLAG = $(if $(filter kwok,$(NODES)),1,$(NODES))
 cluster-binaries: $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(K8S_BIN)/localcluster ## Build the control plane binaries from source (once; cached in bin/k8s).
 
 .PHONY: node-binaries
-node-binaries: cluster-binaries $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(K8S_BIN)/coredns $(K8S_BIN)/pause ## Build a real node's kubelet, kube-proxy, CoreDNS and pause program.
+node-binaries: cluster-binaries $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(K8S_BIN)/coredns $(K8S_BIN)/kube-router $(K8S_BIN)/pause ## Build a real node's kubelet, kube-proxy, CoreDNS, NetworkPolicy enforcer and pause program.
 
 .PHONY: node-deps
 node-deps: ## Install a real node's Debian packages when missing; needs root.
@@ -25,7 +25,7 @@ cluster-up: cluster-binaries $(if $(filter real,$(NODES)),node-deps node-binarie
 	$(K8S_BIN)/localcluster up --bin-dir $(K8S_BIN) --state-dir $(LOCAL_CLUSTER_DIR) --kwok-module hack/kwok --nodes $(CLUSTER_NODES_FLAG)
 
 .PHONY: cluster-smoke-real
-cluster-smoke-real: node-deps node-binaries ## Prove the real node: Pod, probe, DNS, Service, PVC, clean down.
+cluster-smoke-real: node-deps node-binaries ## Prove the real node: Pod, probe, DNS, Service, PVC, a NetworkPolicy deny, clean down.
 	LOCALCLUSTER_REAL_NODE=1 LOCALCLUSTER_BIN_DIR=$(K8S_BIN) go test -count=1 -timeout 15m -run 'TestRealNode' -v ./internal/localcluster/
 
 .PHONY: cluster-down
@@ -60,6 +60,11 @@ $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy: hack/kube/go.mod
 
 $(K8S_BIN)/coredns: hack/coredns/go.mod hack/coredns/main.go
 	cd hack/coredns && go build -ldflags "-s -w" -o $@ .
+
+# The node's NetworkPolicy enforcer: kube-router's policy controller
+# (iptables and ipsets), from a module of its own (hack/kube-router).
+$(K8S_BIN)/kube-router: hack/kube-router/go.mod
+	cd hack/kube-router && go build -ldflags "-s -w" -o $@ github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 
 # Small Go programs of this module: always rebuilt (go build's cache makes
 # that a second) so they never lag behind the source.

@@ -20,10 +20,21 @@ package localcluster
 //	kubelet            root dir kubelet/, cgroupfs, DNS = CoreDNS
 //	kube-proxy         iptables mode, NodePorts on the node IP only
 //	coredns            10.244.0.1:53, kubernetes plugin, cluster.local only
+//	kube-router        its network policy controller only (no routing, no
+//	                   proxy, no CNI): NetworkPolicies enforced with
+//	                   iptables chains (KUBE-ROUTER-*, KUBE-POD-FW-*,
+//	                   KUBE-NWPLCY-*) and ipsets (KUBE-SRC-*, KUBE-DST-*)
+//	                   on the bridge's traffic; health and metrics off
 //
 // Down undoes all of it: containers killed, mounts under the state dir
 // unmounted, KUBE-*, CNI-* and LOCALCLUSTER-* chains removed, the bridge
-// deleted, ip_forward restored.
+// deleted, ipsets destroyed, ip_forward restored.
+//
+// Why kube-router and not kube-network-policies (kind's enforcer): the
+// latter queues packets with nftables' queue expression, which needs a
+// kernel built with CONFIG_NFT_QUEUE; kube-router needs only iptables
+// (physdev, mark, comment, set matches), ipset and REJECT, which kernels
+// with br_netfilter have. checkNodeHost says which is missing.
 
 import (
 	"bytes"
@@ -98,12 +109,12 @@ func checkNodeHost(binDir string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("a real node needs root")
 	}
-	for _, b := range []string{"/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", "/usr/bin/docker-registry", "/usr/lib/cni/bridge", "/usr/lib/cni/firewall", "/usr/sbin/iptables", "/usr/sbin/conntrack"} {
+	for _, b := range []string{"/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", "/usr/bin/docker-registry", "/usr/lib/cni/bridge", "/usr/lib/cni/firewall", "/usr/sbin/iptables", "/usr/sbin/conntrack", "/usr/sbin/ipset"} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s missing (run make node-deps): %w", b, err)
 		}
 	}
-	for _, b := range []string{"kubelet", "kube-proxy", "coredns", "pause"} {
+	for _, b := range []string{"kubelet", "kube-proxy", "coredns", "kube-router", "pause"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return fmt.Errorf("%s missing in %s (run make node-binaries): %w", b, binDir, err)
 		}
@@ -250,8 +261,54 @@ func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) 
 	if err := p.start("coredns", "-conf", corefile); err != nil {
 		return err
 	}
-	return waitFor(ctx, 60*time.Second, func() error {
+	if err := waitFor(ctx, 60*time.Second, func() error {
 		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", np.dnsReady))
+	}); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(logw, "starting kube-router's network policy controller")
+	return startPolicyController(ctx, p, kubeconfig)
+}
+
+// startPolicyController runs kube-router as the node's NetworkPolicy
+// enforcer. It reads its Node (for the node IP that tells local Pods
+// apart) when it starts, so it waits until the kubelet has registered it,
+// and it is ready once its top-level chains are in the filter table.
+func startPolicyController(ctx context.Context, p procs, kubeconfig string) error {
+	kubectl := filepath.Join(p.binDir, "kubectl")
+	if err := waitFor(ctx, 60*time.Second, func() error {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "node", NodeName, "-o", "name").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("node %s not registered: %w: %s", NodeName, err, bytes.TrimSpace(out))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := p.start("kube-router",
+		"--kubeconfig="+kubeconfig,
+		"--hostname-override="+NodeName,
+		"--run-firewall=true",
+		"--run-router=false",
+		"--run-service-proxy=false",
+		"--enable-cni=false",
+		"--enable-ipv6=false",
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--health-port=0",
+		"--metrics-port=0",
+	); err != nil {
+		return err
+	}
+	return waitFor(ctx, 60*time.Second, func() error {
+		out, err := exec.CommandContext(ctx, "iptables", "-t", "filter", "-S", "FORWARD").Output()
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(out, []byte("-j KUBE-ROUTER-FORWARD")) {
+			return errors.New("kube-router's chains are not in FORWARD yet")
+		}
+		return nil
 	})
 }
 
@@ -518,6 +575,7 @@ func (n nodeState) cleanUp(stateDir string) error {
 		_ = exec.Command(filepath.Join(n.BinDir, "kube-proxy"), "--cleanup").Run()
 	}
 	errs = append(errs, removeChains())
+	errs = append(errs, destroySets())
 	if _, err := exec.Command("ip", "link", "show", n.Bridge).CombinedOutput(); err == nil {
 		if out, err := exec.Command("ip", "link", "del", n.Bridge).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", n.Bridge, err, bytes.TrimSpace(out)))
@@ -662,6 +720,26 @@ func removeChains() error {
 		cmd.Stdin = strings.NewReader(filtered)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("%s-restore: %w: %s", tool, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// destroySets destroys kube-router's ipsets (KUBE-*, and its inet6:
+// twins). It runs after removeChains: a set that a rule still uses cannot
+// be destroyed.
+func destroySets() error {
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return nil // no ipset tool or no sets module: nothing was created
+	}
+	var errs []error
+	for _, name := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(strings.TrimPrefix(name, "inet6:"), "KUBE-") {
+			continue
+		}
+		if out, err := exec.Command("ipset", "destroy", name).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("ipset destroy %s: %w: %s", name, err, bytes.TrimSpace(out)))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -215,7 +217,12 @@ func TestRealNode(t *testing.T) {
 		t.Errorf("file written to the PVC by uid 65532 not on the host: %v", err)
 	}
 
-	// Down leaves nothing: no process, no mount, no bridge, no chain.
+	// A NetworkPolicy denies: with no ingress allowed to web, a Pod that
+	// reached it through its Service above cannot any more.
+	denyPolicy(ctx, t, cs, ns, pushed)
+
+	// Down leaves nothing: no process, no mount, no bridge, no chain, no
+	// ipset.
 	pids := clusterPids(t, stateDir)
 	stopped := time.Now()
 	if err := Down(stateDir); err != nil {
@@ -244,8 +251,84 @@ func TestRealNode(t *testing.T) {
 			}
 		}
 	}
+	if sets, err := exec.Command("ipset", "list", "-n").Output(); err == nil && bytes.Contains(sets, []byte("KUBE-")) {
+		t.Errorf("ipsets left after Down: %s", sets)
+	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("state dir left after Down: %v", err)
+	}
+}
+
+// denyPolicy selects the web Pod with a policy that allows no ingress and
+// checks on the wire that a client Pod's connection fails, then that it
+// succeeds again once the policy is gone (so the deny is the policy's).
+func denyPolicy(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, image string) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-web"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	// kube-router applies a policy asynchronously; its chain for it shows
+	// it did.
+	if err := waitFor(ctx, time.Minute, func() error {
+		if n := policyChains(); n == 0 {
+			return errors.New("no policy chain yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("kube-router did not apply the policy: %v", err)
+	}
+	t.Logf("TIMING policy create -> enforced by kube-router: %s", time.Since(applied).Round(time.Millisecond))
+
+	dial := func(name string) corev1.PodPhase {
+		p := probePod(name, image, nil)
+		p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		p.Spec.Containers[0].Command = []string{"/probe", "dial", "web.default.svc.cluster.local:80"}
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var phase corev1.PodPhase
+		if err := waitFor(ctx, time.Minute, func() error {
+			got, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			phase = got.Status.Phase
+			if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+				return nil
+			}
+			return fmt.Errorf("pod %s %s", name, phase)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Logf("%s: %s: %s", name, phase, bytes.TrimSpace(out))
+		return phase
+	}
+	if phase := dial("denied"); phase != corev1.PodFailed {
+		t.Errorf("a Pod reached web through a policy that allows no ingress (phase %s)", phase)
+	}
+	if err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "deny-web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, time.Minute, func() error {
+		if n := policyChains(); n != 0 {
+			return fmt.Errorf("%d policy chains still there", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("kube-router did not remove the policy: %v", err)
+	}
+	if phase := dial("allowed"); phase != corev1.PodSucceeded {
+		t.Errorf("without the policy a Pod still cannot reach web (phase %s)", phase)
 	}
 }
 
@@ -274,6 +357,22 @@ func probePod(name, image string, args []string) *corev1.Pod {
 	}
 }
 
+// policyChains counts kube-router's chains of NetworkPolicies (one per
+// policy that selects a Pod on the node; its default chain aside).
+func policyChains() int {
+	out, err := exec.Command("iptables-save", "-t", "filter").Output()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, ":KUBE-NWPLCY-") && !strings.HasPrefix(line, ":KUBE-NWPLCY-DEFAULT ") {
+			n++
+		}
+	}
+	return n
+}
+
 func withArgs(c corev1.Container, name string, args ...string) corev1.Container {
 	c.Name = name
 	c.Command = append([]string{"/probe"}, args...)
@@ -297,7 +396,7 @@ func podLogs(ctx context.Context, cs kubernetes.Interface, ns, name string) stri
 func clusterPids(t *testing.T, stateDir string) []int {
 	c := &Cluster{stateDir: stateDir}
 	var pids []int
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "docker-registry", "containerd", "kubelet", "kube-proxy", "coredns", "provisioner"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "docker-registry", "containerd", "kubelet", "kube-proxy", "coredns", "kube-router", "provisioner"} {
 		pid, err := c.Pid(name)
 		if err != nil {
 			t.Errorf("no %s recorded: %v", name, err)
