@@ -83,10 +83,11 @@ func TestWebAppMinimal(t *testing.T) {
 	r, err := renderWebApp("")
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// Everything the issue lists, nothing more for dev: no PDB, no CronScaler.
+	// Everything the issue lists, and the database's NetworkPolicy; nothing
+	// more for dev: no PDB, no CronScaler.
 	g.Expect(r.Kinds()).To(Equal([]string{
 		"ConfigMap/" + webAppRelease, "Deployment/" + webAppRelease, "Ingress/" + webAppRelease,
-		"Secret/" + webAppDB, "Service/" + webAppRelease, "Service/" + webAppDB, "StatefulSet/" + webAppDB,
+		"NetworkPolicy/" + webAppDB, "Secret/" + webAppDB, "Service/" + webAppRelease, "Service/" + webAppDB, "StatefulSet/" + webAppDB,
 	}))
 	for _, o := range r.Objects {
 		g.Expect(o.GetNamespace()).To(Equal(webAppNamespace), "%s namespace", o.GetKind())
@@ -249,6 +250,44 @@ func TestWebAppRender(t *testing.T) {
 			check: func(g Gomega, r *Result) {
 				g.Expect(resourcesOf(appContainer(g, r))).To(Equal(res("1", "256Mi", "2", "4Gi")))
 				g.Expect(resourcesOf(container(g, r.Get("StatefulSet", webAppDB), "postgres"))).To(Equal(res("500m", "3Gi", "2", "2Gi")))
+			},
+		},
+		{
+			// The database admits its own app's pods on its port, and the
+			// listed pods of the namespace; nothing else.
+			name: "database networkPolicy",
+			spec: `database: {networkPolicy: {allowedPodSelectors: [{app: pg-backup}]}}`,
+			check: func(g Gomega, r *Result) {
+				np := r.Get("NetworkPolicy", webAppDB)
+				g.Expect(np).NotTo(BeNil())
+				g.Expect(field(g, np, "spec", "podSelector", "matchLabels")).To(Equal(map[string]interface{}{
+					"app.kubernetes.io/name": "webapp", "app.kubernetes.io/instance": webAppRelease, "app.kubernetes.io/component": "database",
+				}))
+				g.Expect(field(g, np, "spec", "policyTypes")).To(Equal([]interface{}{"Ingress"}))
+				g.Expect(field(g, np, "spec", "ingress")).To(Equal([]interface{}{map[string]interface{}{
+					"ports": []interface{}{map[string]interface{}{"port": "postgres", "protocol": "TCP"}},
+					"from": []interface{}{
+						map[string]interface{}{"podSelector": map[string]interface{}{"matchLabels": map[string]interface{}{
+							"app.kubernetes.io/name": "webapp", "app.kubernetes.io/instance": webAppRelease, "app.kubernetes.io/component": "app",
+						}}},
+						map[string]interface{}{"podSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "pg-backup"}}},
+					},
+				}}))
+			},
+		},
+		{
+			// Off: no policy; without a database: none either.
+			name: "database networkPolicy off",
+			spec: `database: {networkPolicy: {enabled: false}}`,
+			check: func(g Gomega, r *Result) {
+				g.Expect(r.Get("NetworkPolicy", webAppDB)).To(BeNil())
+			},
+		},
+		{
+			name: "no database, no policy",
+			spec: `database: {enabled: false}`,
+			check: func(g Gomega, r *Result) {
+				g.Expect(r.Get("NetworkPolicy", webAppDB)).To(BeNil())
 			},
 		},
 		{
@@ -479,6 +518,7 @@ func TestWebAppRefusedValues(t *testing.T) {
 		// Bad quantity.
 		{"bad quantity", "{deploymentTier: dev, webAppImage: a/b:1, webAppHostname: a.example.com, resources: {limits: {memory: lots}}, database: {auth: {password: x}}}", []string{"/resources/limits/memory"}},
 		// Cross-field checks of the templates.
+		{"empty database peer", "{deploymentTier: dev, webAppImage: a/b:1, webAppHostname: a.example.com, database: {auth: {password: x}, networkPolicy: {allowedPodSelectors: [{}]}}}", []string{"allowedPodSelectors"}},
 		{"cronScaling without jobs", "{deploymentTier: dev, webAppImage: a/b:1, webAppHostname: a.example.com, cronScaling: {enabled: true}, database: {auth: {password: x}}}", []string{"cronScaling.jobs"}},
 		{"cronScaling duplicate jobs", "{deploymentTier: dev, webAppImage: a/b:1, webAppHostname: a.example.com, cronScaling: {enabled: true, jobs: [{name: a, schedule: '0 8 * * *', replicas: 1}, {name: a, schedule: '0 9 * * *', replicas: 2}]}, database: {auth: {password: x}}}", []string{"used twice"}},
 	}
