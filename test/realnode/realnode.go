@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -82,10 +83,29 @@ func (c *Cluster) ExecIn(ns, pod, container string, command ...string) (string, 
 // makes an HTTP request without curl (the nginx stand-in's Debian has it).
 func (c *Cluster) ClientPod(t testing.TB, ns, image string) {
 	t.Helper()
+	c.NamedClientPod(t, ns, "client", image, nil)
+}
+
+// NamedClientPod is ClientPod with a name and labels of its own (which
+// NetworkPolicies select).
+func (c *Cluster) NamedClientPod(t testing.TB, ns, name, image string, labels map[string]string) {
+	t.Helper()
+	meta := fmt.Sprintf("name: %s", name)
+	if len(labels) > 0 {
+		meta += "\n  labels:"
+		keys := make([]string, 0, len(labels))
+		for k := range labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			meta += fmt.Sprintf("\n    %s: %q", k, labels[k])
+		}
+	}
 	c.Apply(t, ns, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
-  name: client
+  %s
 spec:
   securityContext: {runAsNonRoot: true, runAsUser: 101, seccompProfile: {type: RuntimeDefault}}
   containers:
@@ -93,10 +113,19 @@ spec:
     image: %s
     command: ["bash", "-c", "trap exit TERM; while true; do sleep 1; done"]
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-`, image))
-	if out, err := c.Kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/client", "--timeout=120s"); err != nil {
-		t.Fatalf("client pod: %v\n%s", err, out)
+`, meta, image))
+	if out, err := c.Kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/"+name, "--timeout=120s"); err != nil {
+		t.Fatalf("client pod %s: %v\n%s", name, err, out)
 	}
+}
+
+// Dial opens a TCP connection to host:port from the client Pod pod of ns
+// (see NamedClientPod), with a 5 s timeout: what the network, and its
+// NetworkPolicies, let through from that Pod. kubectl exec itself does not
+// cross the Pod network, so only the connection is subject to policies.
+func (c *Cluster) Dial(ns, pod, host string, port int) (string, error) {
+	script := fmt.Sprintf(`timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d' && echo connected`, host, port)
+	return c.ExecIn(ns, pod, "", "bash", "-c", script)
 }
 
 // HTTPGet requests path from host:port through the client Pod of ns and

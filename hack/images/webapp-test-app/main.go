@@ -10,13 +10,9 @@
 //	                  error otherwise (the chart's probes use /)
 //	GET|POST /write?v=X  stores X as the newest row of table webapp_test
 //	GET /read         200 with the newest stored value; 404 when none
-//	GET /dial?addr=H:P  200 "connected to H:P" once a TCP connection from
-//	                  this pod is established (3 s timeout); 502 with the
-//	                  error otherwise
 //
-// /dial lets a test check, from inside a pod, what NetworkPolicies let
-// through. /write and /read let a test prove the data outlives the app and
-// the database pods (and a re-created WebApp whose volume was retained).
+// /write and /read let a test prove the data outlives the app and the
+// database pods (and a re-created WebApp whose volume was retained).
 package main
 
 import (
@@ -112,7 +108,6 @@ func (a *app) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", a.root)
 	mux.HandleFunc("/write", a.write)
 	mux.HandleFunc("GET /read", a.read)
-	mux.HandleFunc("GET /dial", dial)
 	return mux
 }
 
@@ -210,21 +205,4 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-// dial opens a TCP connection from this pod to addr: what a NetworkPolicy
-// admits or drops, seen from the pod's side of the wire.
-func dial(w http.ResponseWriter, r *http.Request) {
-	addr := r.URL.Query().Get("addr")
-	if addr == "" {
-		http.Error(w, "missing addr", http.StatusBadRequest)
-		return
-	}
-	c, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(r.Context(), "tcp", addr)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	c.Close()
-	fmt.Fprintf(w, "connected to %s\n", addr)
 }
