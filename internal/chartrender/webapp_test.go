@@ -253,6 +253,41 @@ func TestWebAppRender(t *testing.T) {
 			},
 		},
 		{
+			// References to existing Secrets and ConfigMaps, in the
+			// Kubernetes shapes, after the plain env; no value of theirs in
+			// the rendered objects.
+			name: "envVars and envFrom",
+			spec: `{env: {MODE: prod}, envVars: [{name: API_KEY, valueFrom: {secretKeyRef: {name: api, key: token}}}, {name: REGION, valueFrom: {configMapKeyRef: {name: settings, key: region, optional: true}}}, {name: PLAIN, value: x}], envFrom: [{secretRef: {name: extra}}, {configMapRef: {name: flags}, prefix: FLAG_}]}`,
+			check: func(g Gomega, r *Result) {
+				c := appContainer(g, r)
+				env := c["env"].([]interface{})
+				g.Expect(env[len(env)-4:]).To(Equal([]interface{}{
+					map[string]interface{}{"name": "MODE", "value": "prod"},
+					map[string]interface{}{"name": "API_KEY", "valueFrom": map[string]interface{}{"secretKeyRef": map[string]interface{}{"name": "api", "key": "token"}}},
+					map[string]interface{}{"name": "REGION", "valueFrom": map[string]interface{}{"configMapKeyRef": map[string]interface{}{"name": "settings", "key": "region", "optional": true}}},
+					map[string]interface{}{"name": "PLAIN", "value": "x"},
+				}))
+				g.Expect(c["envFrom"]).To(Equal([]interface{}{
+					map[string]interface{}{"secretRef": map[string]interface{}{"name": "extra"}},
+					map[string]interface{}{"configMapRef": map[string]interface{}{"name": "flags"}, "prefix": "FLAG_"},
+				}))
+			},
+		},
+		{
+			// An existing Secret's password replaces the generated one, for
+			// the app and PostgreSQL; the chart's Secret keeps the rest.
+			name: "database existingSecret",
+			spec: `database: {auth: {existingSecret: shop-db-credentials}}`,
+			check: func(g Gomega, r *Result) {
+				ref := map[string]interface{}{"secretKeyRef": map[string]interface{}{"name": "shop-db-credentials", "key": "password"}}
+				g.Expect(appContainer(g, r)["env"]).To(ContainElement(map[string]interface{}{"name": "DATABASE_PASSWORD", "valueFrom": ref}))
+				g.Expect(container(g, r.Get("StatefulSet", webAppDB), "postgres")["env"]).To(ContainElement(map[string]interface{}{"name": "POSTGRES_PASSWORD", "valueFrom": ref}))
+				data := field(g, r.Get("Secret", webAppDB), "stringData").(map[string]interface{})
+				g.Expect(data).NotTo(HaveKey("password"))
+				g.Expect(data).To(HaveKeyWithValue("username", "app"))
+			},
+		},
+		{
 			// The database admits its own app's pods on its port, and the
 			// listed pods of the namespace; nothing else.
 			name: "database networkPolicy",

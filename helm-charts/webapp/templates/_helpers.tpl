@@ -15,6 +15,20 @@ Name of the database StatefulSet, its headless Service and its Secret.
 {{- end }}
 
 {{/*
+The secretKeyRef (name and key) of the database user's password: the key
+"password" of database.auth.existingSecret when set, else of the chart's
+own database Secret.
+*/}}
+{{- define "webapp.databasePasswordRef" -}}
+{{- with .Values.database.auth.existingSecret -}}
+name: {{ . }}
+{{- else -}}
+name: {{ include "webapp.databaseFullname" . }}
+{{- end }}
+key: password
+{{- end }}
+
+{{/*
 Chart name and version for the helm.sh/chart label.
 */}}
 {{- define "webapp.chart" -}}
