@@ -391,6 +391,26 @@ func TestNginxRender(t *testing.T) {
 			},
 		},
 		{
+			// Server configuration and content from existing ConfigMaps:
+			// the chart keeps only its status server and projects the
+			// user's ConfigMap next to it.
+			name: "existing ConfigMaps",
+			spec: `{existingServerConfigMap: site-conf, existingContentConfigMap: site-html}`,
+			check: func(g Gomega, r *Result) {
+				data := field(g, r.Get("ConfigMap", nginxRelease), "data").(map[string]interface{})
+				g.Expect(data).To(HaveKey("status.conf"))
+				g.Expect(data).NotTo(HaveKey("default.conf"))
+				vols := field(g, r.Get("Deployment", nginxRelease), "spec", "template", "spec", "volumes").([]interface{})
+				g.Expect(vols).To(ContainElement(map[string]interface{}{"name": "config", "projected": map[string]interface{}{"sources": []interface{}{
+					map[string]interface{}{"configMap": map[string]interface{}{"name": nginxRelease}},
+					map[string]interface{}{"configMap": map[string]interface{}{"name": "site-conf"}},
+				}}}))
+				g.Expect(vols).To(ContainElement(map[string]interface{}{"name": "content", "configMap": map[string]interface{}{"name": "site-html"}}))
+				g.Expect(container(g, r.Get("Deployment", nginxRelease), "nginx")["volumeMounts"]).To(ContainElement(
+					map[string]interface{}{"name": "content", "mountPath": "/usr/share/nginx/html", "readOnly": true}))
+			},
+		},
+		{
 			// NetworkPolicy: http port open to the own namespace, the listed
 			// namespaces and labelled pods anywhere; nothing else.
 			name: "networkPolicy",
@@ -616,6 +636,7 @@ func TestNginxRefusedValues(t *testing.T) {
 		{"max below min", `autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}`, []string{"maxReplicas"}},
 		{"port clash", `{metrics: {enabled: true, port: 8080}}`, []string{"metrics.port"}},
 		{"empty pod selector", `networkPolicy: {enabled: true, allowedPodSelectors: [{}]}`, []string{"allowedPodSelectors"}},
+		{"two server configurations", `{serverBlock: "server {}", existingServerConfigMap: site-conf}`, []string{"serverBlock and existingServerConfigMap"}},
 		// cronScaling: both it and the HPA would own the count.
 		{"cronScaling with autoscaling", `{autoscaling: {enabled: true}, cronScaling: {enabled: true, jobs: [{name: a, schedule: "@daily", replicas: 2}]}}`, []string{"cronScaling and autoscaling"}},
 		// cronScaling without jobs has nothing to do.
