@@ -18,6 +18,7 @@ import (
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/admission"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
+	"github.com/acme/platform-operator/extensions/internal/rotation"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
 	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/acme/platform-operator/internal/supervisor"
@@ -81,6 +82,9 @@ func main() {
 		}
 		if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
 			return mgr, fmt.Errorf("set up the CronScaler controller: %w", err)
+		}
+		if err := rotation.SetupWithManager(mgr, admissionOpts.WatchesFile); err != nil {
+			return mgr, fmt.Errorf("set up the rotation controller: %w", err)
 		}
 		// The admission webhook uses the CronScaler controller's indexes.
 		if err := admission.SetupWithManager(mgr, admissionOpts); err != nil {

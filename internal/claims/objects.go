@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/acme/platform-operator/internal/references"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +45,9 @@ type Object struct {
 	// Hosts are the hostnames an Ingress serves (its rules and TLS
 	// entries), in order, without duplicates.
 	Hosts []string
+	// References are the Secrets and ConfigMaps the Pods of a workload
+	// (Deployment, StatefulSet, DaemonSet) read.
+	References []references.Ref
 }
 
 // String is "Kind namespace/name", or "Kind name" when cluster-scoped.
@@ -78,6 +83,9 @@ func FromManifests(files map[string]string, ns string, mapper meta.RESTMapper) (
 				continue
 			}
 			o := Object{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Hosts: ingressHosts(&u)}
+			if spec, ok, err := references.PodSpecOf(&u); err == nil && ok {
+				o.References = references.FromPodSpec(spec)
+			}
 			if m, err := mapper.RESTMapping(o.GVK.GroupKind(), o.GVK.Version); err == nil {
 				if m.Scope.Name() == meta.RESTScopeNameRoot {
 					o.Namespace = ""

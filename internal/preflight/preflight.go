@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acme/platform-operator/internal/references"
+
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
@@ -142,15 +144,17 @@ func (p *Preflight) Kinds() []schema.GroupVersionKind {
 // Check returns what the runtime would refuse about obj: a release of its
 // name that another resource owns or claims, a spec its chart does not
 // render with, or a rendered object that exists and is not its release's;
-// and a rendered Ingress host another resource serves. old is the stored object of an update, nil on create. An
-// error means the check itself could not be made.
+// and a rendered Ingress host another resource serves. old is the stored
+// object of an update, nil on create. The warnings name the Secrets and
+// ConfigMaps the rendered workloads read that do not exist yet. An error
+// means the check itself could not be made.
 //
 // A resource the runtime does not reconcile (a kind without a watch, labels
 // outside the watch's selector) passes.
-func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, error) {
+func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, []string, error) {
 	k, ok := p.kinds[obj.GroupVersionKind().GroupKind()]
 	if !ok || !k.selector.Matches(labels.Set(obj.GetLabels())) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ns := obj.GetNamespace()
 	if k.clusterScoped {
@@ -159,41 +163,75 @@ func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructur
 	name := obj.GetName()
 	namePath := field.NewPath("metadata", "name")
 	if invalid := release.CheckName(name, k.watch.GVK.Kind); invalid != nil {
-		return field.ErrorList{field.Invalid(namePath, name, invalid.Error())}, nil
+		return field.ErrorList{field.Invalid(namePath, name, invalid.Error())}, nil, nil
 	}
 	claimant := release.OwnerOf(obj)
 	msg, err := p.otherClaim(ctx, k, claimant, ns)
 	if err != nil || msg != "" {
-		return forbidden(namePath, msg), err
+		return forbidden(namePath, msg), nil, err
 	}
 	if msg, err = p.releaseOwner(ctx, claimant, ns); err != nil || msg != "" {
-		return forbidden(namePath, msg), err
+		return forbidden(namePath, msg), nil, err
 	}
 	objs, err := p.render(ctx, k, name, ns, old != nil, obj)
 	if err != nil {
 		var refused *renderError
 		if errors.As(err, &refused) {
-			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil
+			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	spec, _ := obj.Object["spec"].(map[string]interface{})
 	c := claims.Claimant{Owner: claimant, ReleaseName: name, ReleaseNamespace: ns, Spec: spec}
 	objClash, err := p.claims.Objects(ctx, objs, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if objClash != nil {
-		return field.ErrorList{field.Forbidden(clashPath(objClash.Field, namePath), objClash.Error())}, nil
+		return field.ErrorList{field.Forbidden(clashPath(objClash.Field, namePath), objClash.Error())}, nil, nil
 	}
 	hostClash, err := p.claims.Hosts(ctx, objs, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if hostClash != nil {
-		return field.ErrorList{field.Forbidden(clashPath(hostClash.Field, field.NewPath("spec")), hostClash.Error())}, nil
+		return field.ErrorList{field.Forbidden(clashPath(hostClash.Field, field.NewPath("spec")), hostClash.Error())}, nil, nil
 	}
-	return nil, nil
+	warnings, err := p.missingReferences(ctx, objs)
+	return nil, warnings, err
+}
+
+// missingReferences warns about each Secret, ConfigMap or key that a
+// rendered workload's Pods read, that the release does not render itself
+// and that does not exist (yet): the resource is admitted, since the
+// Secret may well be created next, but its Pods will not start until then.
+func (p *Preflight) missingReferences(ctx context.Context, objs []claims.Object) ([]string, error) {
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		if o.GVK.Group == "" && (o.GVK.Kind == references.Secret || o.GVK.Kind == references.ConfigMap) {
+			rendered[o.Namespace+"/"+o.GVK.Kind+"/"+o.Name] = true
+		}
+	}
+	var warnings []string
+	for _, o := range objs {
+		var external []references.Ref
+		for _, r := range o.References {
+			if !rendered[o.Namespace+"/"+r.ObjectKey()] {
+				external = append(external, r)
+			}
+		}
+		if len(external) == 0 {
+			continue
+		}
+		st, err := references.Read(ctx, p.reader, o.Namespace, external, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range st.Missing {
+			warnings = append(warnings, fmt.Sprintf("%s in namespace %s does not exist yet: the Pods of %s read it and will not start until it does", r, o.Namespace, o))
+		}
+	}
+	return warnings, nil
 }
 
 // clashPath is the path of the spec value an answer names ("spec.a.b"),

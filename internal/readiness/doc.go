@@ -7,7 +7,10 @@
 //     (sigs.k8s.io/cli-utils/pkg/kstatus/status), the library Flux and
 //     kpt read object status with: Deployments rolled out and available,
 //     StatefulSets ready, PersistentVolumeClaims bound, Jobs complete,
-//     Namespaces active. No kind has a hand-written rule here.
+//     Namespaces active. No kind has a hand-written rule here; the one
+//     addition is a workload whose Pods read a Secret or ConfigMap that
+//     does not exist (references.MissingAnnotation, kept by the sidecar's
+//     rotation controller), which is InProgress and names it.
 //   - [Evaluate] turns the health of every object of a release into a
 //     [Verdict]: True when every object is Current, else False with reason
 //     Progressing or Failed and a message that names the objects that are

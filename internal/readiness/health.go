@@ -1,6 +1,7 @@
 package readiness
 
 import (
+	"github.com/acme/platform-operator/internal/references"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -32,6 +33,12 @@ func Observe(u *unstructured.Unstructured) Health {
 		return Health{Status: kstatus.UnknownStatus, Message: err.Error()}
 	}
 	h := Health{Status: res.Status, Message: res.Message}
+	if missing := u.GetAnnotations()[references.MissingAnnotation]; missing != "" && u.GroupVersionKind().Group == "apps" {
+		// Recorded by the sidecar's rotation controller: Pods that read a
+		// Secret or ConfigMap that does not exist cannot start (on a real
+		// node they wait in CreateContainerConfigError).
+		return Health{Status: kstatus.InProgressStatus, Message: "waiting for " + missing + " to exist"}
+	}
 	if h.Status != kstatus.CurrentStatus {
 		h.WaitingForPods = waitingForPods(u)
 	}

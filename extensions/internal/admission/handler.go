@@ -72,36 +72,37 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			return admission.Allowed("")
 		}
 	}
-	errs, err := v.check(ctx, obj, old)
+	errs, warnings, err := v.check(ctx, obj, old)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if len(errs) == 0 {
-		return admission.Allowed("")
+		return admission.Allowed("").WithWarnings(warnings...)
 	}
 	status := apierrors.NewInvalid(obj.GroupVersionKind().GroupKind(), obj.GetName(), errs).Status()
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 }
 
-// check runs the checks of obj's kind.
-func (v *Validator) check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, error) {
+// check runs the checks of obj's kind: what refuses it, and warnings.
+func (v *Validator) check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, []string, error) {
 	switch obj.GroupVersionKind().GroupKind() {
 	case autoscalingv1alpha1.GroupVersion.WithKind("CronScaler").GroupKind():
 		cs, err := toCronScaler(obj)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var oldCS *autoscalingv1alpha1.CronScaler
 		if old != nil {
 			if oldCS, err = toCronScaler(old); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		return v.Targets.Check(ctx, cs, oldCS)
+		errs, err := v.Targets.Check(ctx, cs, oldCS)
+		return errs, nil, err
 	case tenant.GVK.GroupKind():
 		errs, err := v.Tenants.Check(ctx, obj)
 		if err != nil || len(errs) > 0 {
-			return errs, err
+			return errs, nil, err
 		}
 	}
 	return v.Preflight.Check(ctx, obj, old)

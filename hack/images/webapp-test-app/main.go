@@ -10,6 +10,9 @@
 //	                  error otherwise (the chart's probes use /)
 //	GET|POST /write?v=X  stores X as the newest row of table webapp_test
 //	GET /read         200 with the newest stored value; 404 when none
+//	GET /env?name=X   200 with the value of the environment variable X
+//	                  (a test app: it shows what the Pod was given, e.g.
+//	                  from a Secret); 404 when unset
 //
 // /write and /read let a test prove the data outlives the app and the
 // database pods (and a re-created WebApp whose volume was retained).
@@ -108,6 +111,14 @@ func (a *app) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", a.root)
 	mux.HandleFunc("/write", a.write)
 	mux.HandleFunc("GET /read", a.read)
+	mux.HandleFunc("GET /env", func(w http.ResponseWriter, r *http.Request) {
+		v, ok := os.LookupEnv(r.URL.Query().Get("name"))
+		if !ok {
+			http.Error(w, "not set", http.StatusNotFound)
+			return
+		}
+		fmt.Fprintln(w, v)
+	})
 	return mux
 }
 

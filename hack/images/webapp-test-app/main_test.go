@@ -13,6 +13,7 @@ import (
 // the database paths are exercised against PostgreSQL by
 // hack/images/smoke.sh.
 func TestWithoutDatabase(t *testing.T) {
+	t.Setenv("WEBAPP_TEST_APP_SET", "yes")
 	a := &app{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	srv := httptest.NewServer(a.routes())
 	defer srv.Close()
@@ -28,6 +29,8 @@ func TestWithoutDatabase(t *testing.T) {
 		{"/write", http.StatusBadRequest, "missing v"},
 		{"/write?v=x", http.StatusServiceUnavailable, "DATABASE_HOST is empty"},
 		{"/nope", http.StatusNotFound, ""},
+		{"/env?name=WEBAPP_TEST_APP_UNSET", http.StatusNotFound, "not set"},
+		{"/env?name=WEBAPP_TEST_APP_SET", http.StatusOK, "yes"},
 	} {
 		resp, err := http.Get(srv.URL + tc.path)
 		if err != nil {

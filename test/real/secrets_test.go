@@ -1,0 +1,70 @@
+package real
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/realnode"
+	"github.com/acme/platform-operator/test/testkit"
+)
+
+// TestWebAppSecretsOnRealPods: a WebApp's app reads an API token from an
+// existing Secret and its database password from
+// database.auth.existingSecret. The app answers the token over HTTP and
+// connects to PostgreSQL with that password; after the token's Secret
+// changes, the rolled Pods answer the new token within 60 s.
+func TestWebAppSecretsOnRealPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "real-secrets", "keeper"
+	cluster.CreateNamespace(t, ns)
+	cluster.ClientPod(t, ns, realnode.NginxImage)
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-token"}, Data: map[string][]byte{"token": []byte("t1-" + rand.String(12))}}
+	dbPassword := "Ext-" + rand.String(20)
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-credentials"}, Data: map[string][]byte{"password": []byte(dbPassword)}}
+	g.Expect(cluster.Client.Create(ctx, token)).To(Succeed())
+	g.Expect(cluster.Client.Create(ctx, creds)).To(Succeed())
+
+	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1)+
+		"    auth: {existingSecret: db-credentials}\n"+
+		"  envVars:\n  - name: API_TOKEN\n    valueFrom: {secretKeyRef: {name: app-token, key: token}}\n")
+	took := cluster.ExpectServing(t, ns, name, 1)
+	t.Logf("database and app Ready %s after the WebApp was applied", took.Round(time.Millisecond))
+	host := name + "." + ns + ".svc.cluster.local"
+
+	out, err := cluster.HTTPGet(ns, host, 80, "/")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("connected to app as app on " + name + "-db"))
+	t.Log("the app connects to PostgreSQL with the existing Secret's password")
+	own := &corev1.Secret{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-db"}, own)).To(Succeed())
+	g.Expect(own.Data).NotTo(HaveKey("password"), "the chart's Secret holds no password of its own")
+
+	out, err = cluster.HTTPGet(ns, host, 80, "/env?name=API_TOKEN")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(string(token.Data["token"])))
+
+	t.Log("rotate the token: the new value is served within 60 s")
+	next := "t2-" + rand.String(12)
+	token.Data["token"] = []byte(next)
+	rotated := time.Now()
+	g.Expect(cluster.Client.Update(ctx, token)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		out, err := cluster.HTTPGet(ns, host, 80, "/env?name=API_TOKEN")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring(next))
+	}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
+	t.Logf("new token served %s after the Secret changed", time.Since(rotated).Round(time.Millisecond))
+	out, err = cluster.HTTPGet(ns, host, 80, "/")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("connected to app"))
+	_, _, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
+	t.Logf("Ready: %s", msg)
+}
