@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/admission"
@@ -69,6 +70,10 @@ func main() {
 		mo := opts.ManagerOptions(scheme)
 		// The controllers of a stopped manager keep their names.
 		mo.Controller.SkipNameValidation = ptr.To(run > 0)
+		// Nothing here reads field managers: the cache keeps objects
+		// without them (every Secret's and ConfigMap's metadata among
+		// them, for the rotation controller).
+		mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 		mgr, err := managersetup.New(cfg, mo)
 		if err != nil {
 			return nil, err
