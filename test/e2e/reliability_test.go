@@ -453,6 +453,12 @@ func TestReliabilityFailedUpgradeRollsBack(t *testing.T) {
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	t.Log("the same upgrade waits for its backoff (10 s after the first failure)")
+	// The reconcile after the rollback says so; until it has run, the
+	// condition still carries the rollback's message.
+	g.Eventually(func(g Gomega) {
+		_, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "ReleaseFailed")
+		g.Expect(msg).To(ContainSubstring("or at once when the spec changes"))
+	}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	h, err := releaseHistory(ctx, ns, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	latest, _ := latestRevision(h)
