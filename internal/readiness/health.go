@@ -20,6 +20,10 @@ type Health struct {
 	// pulled, a failing probe); a workload whose controller is merely
 	// behind is not waiting for Pods.
 	WaitingForPods bool
+	// MissingReferences: a workload whose Pods read a Secret, ConfigMap
+	// or key that does not exist (the message names it). Its Pods cannot
+	// start until it does.
+	MissingReferences bool
 }
 
 // NotFound is the Health of an object of the release that does not exist.
@@ -37,7 +41,7 @@ func Observe(u *unstructured.Unstructured) Health {
 		// Recorded by the sidecar's rotation controller: Pods that read a
 		// Secret or ConfigMap that does not exist cannot start (on a real
 		// node they wait in CreateContainerConfigError).
-		return Health{Status: kstatus.InProgressStatus, Message: "waiting for " + missing + " to exist"}
+		return Health{Status: kstatus.InProgressStatus, Message: "waiting for " + missing + " to exist", MissingReferences: true}
 	}
 	if h.Status != kstatus.CurrentStatus {
 		h.WaitingForPods = waitingForPods(u)
@@ -81,6 +85,7 @@ const (
 	stashStatus  = "platform-operator.acme.com/health"
 	stashMessage = "platform-operator.acme.com/health-message"
 	stashPods    = "platform-operator.acme.com/waiting-for-pods"
+	stashMissing = "platform-operator.acme.com/missing-references"
 )
 
 // Stash replaces u's status with its Health, for caches that keep objects
@@ -90,6 +95,9 @@ func Stash(u *unstructured.Unstructured, h Health) {
 	st := map[string]any{stashStatus: string(h.Status), stashMessage: h.Message}
 	if h.WaitingForPods {
 		st[stashPods] = true
+	}
+	if h.MissingReferences {
+		st[stashMissing] = true
 	}
 	u.Object["status"] = st
 }
@@ -107,5 +115,6 @@ func Stashed(u *unstructured.Unstructured) (Health, bool) {
 	}
 	m, _ := st[stashMessage].(string)
 	p, _ := st[stashPods].(bool)
-	return Health{Status: kstatus.Status(s), Message: m, WaitingForPods: p}, true
+	missing, _ := st[stashMissing].(bool)
+	return Health{Status: kstatus.Status(s), Message: m, WaitingForPods: p, MissingReferences: missing}, true
 }

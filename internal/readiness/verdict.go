@@ -20,6 +20,10 @@ const (
 	// ReasonFailed: kstatus reads an object as Failed (a Deployment past
 	// its progress deadline, a crash-looping Pod, a failed Job).
 	ReasonFailed = "Failed"
+	// ReasonMissingReference: a workload's Pods read a Secret, ConfigMap
+	// or key that does not exist; the message names it. Ready turns True
+	// once it exists (and the Pods start).
+	ReasonMissingReference = "MissingReference"
 	// ReasonReleaseFailed: the last install or upgrade failed, so the
 	// objects, whatever their state, are not what the spec asks for.
 	ReasonReleaseFailed = "ReleaseFailed"
@@ -61,14 +65,16 @@ type Verdict struct {
 const MaxMessage = 1024
 
 // Evaluate judges a release by the Health of its objects: ready when every
-// object is Current; Failed when any is Failed; Progressing otherwise. The
+// object is Current; Failed when any is Failed; MissingReference when a
+// workload waits for a Secret or ConfigMap; Progressing otherwise. The
 // message names every object that is not Current, Failed ones first, each
 // as "Kind name: why", joined by "; ".
 func Evaluate(objs []Observed) Verdict {
 	var failed, waiting []Observed
-	pods := false
+	pods, missing := false, false
 	for _, o := range objs {
 		pods = pods || o.WaitingForPods
+		missing = missing || o.MissingReferences
 		switch o.Status {
 		case kstatus.CurrentStatus:
 		case kstatus.FailedStatus:
@@ -81,8 +87,11 @@ func Evaluate(objs []Observed) Verdict {
 		return Verdict{Ready: true, Reason: ReasonReady, Message: fmt.Sprintf("all %d objects of the release are ready", len(objs))}
 	}
 	reason := ReasonProgressing
-	if len(failed) > 0 {
+	switch {
+	case len(failed) > 0:
 		reason = ReasonFailed
+	case missing:
+		reason = ReasonMissingReference
 	}
 	byRef := func(s []Observed) {
 		sort.Slice(s, func(i, j int) bool { return s[i].String() < s[j].String() })

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/acme/platform-operator/internal/references"
 )
 
 func TestEvaluate(t *testing.T) {
@@ -58,4 +61,25 @@ func TestEvaluateBoundsTheMessage(t *testing.T) {
 	v := Evaluate(objs)
 	g.Expect(len(v.Message)).To(BeNumerically("<=", MaxMessage+len("; and 200 more")))
 	g.Expect(v.Message).To(MatchRegexp(`; and \d+ more$`))
+}
+
+func TestEvaluateMissingReference(t *testing.T) {
+	g := NewWithT(t)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "shop", "generation": int64(1), "annotations": map[string]any{
+			references.MissingAnnotation: `Secret "api" key "token"`,
+		}},
+		"spec":   map[string]any{"replicas": int64(1)},
+		"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1), "updatedReplicas": int64(1)},
+	}}
+	h := Observe(u)
+	g.Expect(h.MissingReferences).To(BeTrue())
+	Stash(u, h)
+	stashed, ok := Stashed(u)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(stashed).To(Equal(h))
+	v := Evaluate([]Observed{{Ref: Ref{Group: "apps", Kind: "Deployment", Name: "shop"}, Health: stashed}})
+	g.Expect(v.Reason).To(Equal(ReasonMissingReference))
+	g.Expect(v.Message).To(Equal(`Deployment shop: waiting for Secret "api" key "token" to exist`))
 }

@@ -59,8 +59,9 @@ envVars:
 
 	t.Log("the Secret does not exist yet: Ready says which one is missing")
 	g.Eventually(func(g Gomega) {
-		status, _, msg := env.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
+		status, reason, msg := env.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
 		g.Expect(status).To(Equal("False"))
+		g.Expect(reason).To(Equal("MissingReference"), msg)
 		g.Expect(msg).To(ContainSubstring(`Secret "api-keys" key "token"`))
 	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	_, _, msg := env.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
