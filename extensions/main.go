@@ -9,12 +9,16 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/admission"
@@ -24,6 +28,14 @@ import (
 	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/acme/platform-operator/internal/supervisor"
 )
+
+// notHelmRecords selects every Secret but Helm's release records (label
+// owner=helm).
+var notHelmRecords = func() labels.Selector {
+	req, err := labels.NewRequirement("owner", selection.NotEquals, []string{"helm"})
+	utilruntime.Must(err)
+	return labels.NewSelector().Add(*req)
+}()
 
 func main() {
 	// The ports differ from the manager's: both containers share the Pod's
@@ -74,6 +86,12 @@ func main() {
 		// without them (every Secret's and ConfigMap's metadata among
 		// them, for the rotation controller).
 		mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
+		// Helm's release records are most of a cluster's Secrets (up to ten
+		// per release) and no workload reads them: the cache leaves them
+		// out (the rotation controller watches the rest as metadata).
+		mo.Cache.ByObject = map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: notHelmRecords},
+		}
 		mgr, err := managersetup.New(cfg, mo)
 		if err != nil {
 			return nil, err

@@ -15,11 +15,13 @@ import (
 	"github.com/acme/platform-operator/test/testkit"
 )
 
-// TestWebAppSecretsOnRealPods: a WebApp's app reads an API token from an
-// existing Secret and its database password from
-// database.auth.existingSecret. The app answers the token over HTTP and
-// connects to PostgreSQL with that password; after the token's Secret
-// changes, the rolled Pods answer the new token within 60 s.
+// TestWebAppSecretsOnRealPods: a WebApp's app reads an API token from a
+// Secret and its database password from database.auth.existingSecret.
+// Applied before the token's Secret exists, kubectl prints the webhook's
+// warning and Ready is MissingReference until it is created. The app then
+// answers the token over HTTP and connects to PostgreSQL with the existing
+// Secret's password; after the token's Secret changes, the rolled Pods
+// answer the new token within 60 s.
 func TestWebAppSecretsOnRealPods(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -29,17 +31,35 @@ func TestWebAppSecretsOnRealPods(t *testing.T) {
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-token"}, Data: map[string][]byte{"token": []byte("t1-" + rand.String(12))}}
 	dbPassword := "Ext-" + rand.String(20)
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-credentials"}, Data: map[string][]byte{"password": []byte(dbPassword)}}
-	g.Expect(cluster.Client.Create(ctx, token)).To(Succeed())
 	g.Expect(cluster.Client.Create(ctx, creds)).To(Succeed())
 
-	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1)+
+	t.Log("applied before the token's Secret exists: kubectl prints a warning, Ready names the Secret")
+	out, err := cluster.KubectlIn(realnode.WebAppManifest(name, 1)+
 		"    auth: {existingSecret: db-credentials}\n"+
-		"  envVars:\n  - name: API_TOKEN\n    valueFrom: {secretKeyRef: {name: app-token, key: token}}\n")
-	took := cluster.ExpectServing(t, ns, name, 1)
-	t.Logf("database and app Ready %s after the WebApp was applied", took.Round(time.Millisecond))
+		"  envVars:\n  - name: API_TOKEN\n    valueFrom: {secretKeyRef: {name: app-token, key: token}}\n",
+		"apply", "-n", ns, "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`Warning: Secret "app-token" key "token" in namespace ` + ns + ` does not exist yet`))
+	t.Logf("kubectl apply: %s", out)
+	g.Eventually(func(g Gomega) {
+		status, reason, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
+		g.Expect([]string{status, reason}).To(Equal([]string{"False", "MissingReference"}), msg)
+		g.Expect(msg).To(ContainSubstring(`Secret "app-token" key "token"`))
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	_, _, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
+	t.Logf("Ready: %s", msg)
+
+	created := time.Now()
+	g.Expect(cluster.Client.Create(ctx, token)).To(Succeed())
+	cluster.ExpectServing(t, ns, name, 1)
+	t.Logf("database and app Ready %s after the Secret was created", time.Since(created).Round(time.Millisecond))
+	g.Eventually(func(g Gomega) {
+		status, _, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	host := name + "." + ns + ".svc.cluster.local"
 
-	out, err := cluster.HTTPGet(ns, host, 80, "/")
+	out, err = cluster.HTTPGet(ns, host, 80, "/")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("connected to app as app on " + name + "-db"))
 	t.Log("the app connects to PostgreSQL with the existing Secret's password")
@@ -65,6 +85,4 @@ func TestWebAppSecretsOnRealPods(t *testing.T) {
 	out, err = cluster.HTTPGet(ns, host, 80, "/")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("connected to app"))
-	_, _, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, name, "Ready")
-	t.Logf("Ready: %s", msg)
 }
