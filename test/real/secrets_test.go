@@ -82,7 +82,10 @@ func TestWebAppSecretsOnRealPods(t *testing.T) {
 		g.Expect(out).To(ContainSubstring(next))
 	}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
 	t.Logf("new token served %s after the Secret changed", time.Since(rotated).Round(time.Millisecond))
-	out, err = cluster.HTTPGet(ns, host, 80, "/")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(ContainSubstring("connected to app"))
+	// The old Pod may still be in the Service's endpoints while it stops.
+	g.Eventually(func(g Gomega) {
+		out, err := cluster.HTTPGet(ns, host, 80, "/")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring("connected to app"))
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 }
