@@ -1,0 +1,44 @@
+package chartrender
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestPodTemplatesUnchanged pins the Pod templates the charts render for
+// their samples' specs. An operator upgrade re-renders every release with
+// the new charts: a Pod template that differs in any byte (a reordered
+// env, a changed checksum/config) rolls the Pods of every resource of the
+// kind. When a change is meant to do that, say so in the change and pin
+// the new digests; when it is not, make the template render what it did.
+func TestPodTemplatesUnchanged(t *testing.T) {
+	cases := []struct {
+		name   string
+		render func() (*Result, error)
+		kind   string
+		object string
+		digest string
+	}{
+		{"nginx", func() (*Result, error) { return renderNginx("") }, "Deployment", nginxRelease, "d390391c773741ef"},
+		{"nginx, all features", func() (*Result, error) { return renderNginx(allFeatures) }, "Deployment", nginxRelease, "a98011730f9961c6"},
+		{"webapp app", func() (*Result, error) { return renderWebApp("") }, "Deployment", webAppRelease, "e90e5a0c0fb81139"},
+		{"webapp database", func() (*Result, error) { return renderWebApp("") }, "StatefulSet", webAppDB, "70c5123bf1e06894"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, err := tc.render()
+			g.Expect(err).NotTo(HaveOccurred())
+			o := r.Get(tc.kind, tc.object)
+			g.Expect(o).NotTo(BeNil())
+			b, err := json.Marshal(field(g, o, "spec", "template"))
+			g.Expect(err).NotTo(HaveOccurred())
+			sum := sha256.Sum256(b)
+			g.Expect(hex.EncodeToString(sum[:])[:16]).To(Equal(tc.digest), "the Pod template of %s %s changed: every Pod of the kind would roll at upgrade", tc.kind, tc.object)
+		})
+	}
+}
