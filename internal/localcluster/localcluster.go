@@ -168,6 +168,11 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		// Pods reach the API server through the kubernetes Service, whose
 		// endpoint is the advertised address: it must not be loopback.
 		apiAddress = NodeIP
+		// NetworkPolicies are enforced on the real node, and the ones
+		// that admit traffic to the API server name its port, as clusters
+		// serve it (OLM's allow egress to 6443 only). The bridge's address
+		// is this cluster's alone, so the port is free.
+		apiPort = RealNodeAPIPort
 		fmt.Fprintf(logw, "creating the node bridge %s with %s\n", nodeBridge, NodeIP)
 		if err := setUpNodeNetwork(stateDir, cfg.BinDir, filepath.Join(stateDir, "containerd", "containerd.sock")); err != nil {
 			return nil, err

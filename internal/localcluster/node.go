@@ -6,8 +6,8 @@ package localcluster
 // and lives in the cluster's state dir:
 //
 //	node/bridge        localcluster0, 10.244.0.1/24: the node IP, the API
-//	                   server's and CoreDNS's address, the Pods' gateway;
-//	                   the Service range is routed to it
+//	                   server's (port 6443) and CoreDNS's address, the
+//	                   Pods' gateway; the Service range is routed to it
 //	registry           Debian's docker-registry on 127.0.0.1:5000, storage
 //	                   in registry/; containerd pulls from it over http
 //	containerd         own config, root, state and socket in containerd/;
@@ -59,6 +59,9 @@ const (
 	// NodeIP is the real node's address: the bridge's, the API server's,
 	// CoreDNS's.
 	NodeIP = "10.244.0.1"
+	// RealNodeAPIPort is the API server's port with a real node, on
+	// NodeIP: the port kubeadm clusters use.
+	RealNodeAPIPort = 6443
 	// NodeName is the real node's Node name.
 	NodeName = "local-node"
 	// RegistryAddress is the real node's image registry (plain http).
