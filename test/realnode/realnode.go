@@ -129,8 +129,11 @@ func (c *Cluster) Dial(ns, pod, host string, port int) (string, error) {
 }
 
 // HTTPGet requests path from host:port through the client Pod of ns and
-// returns the response (status line, headers and body).
+// returns the response (status line, headers and body). It gives up after
+// 15 s: a connection to an endpoint that is going away (a Pod replaced by
+// a rollout, still in kube-proxy's rules) would otherwise wait for TCP's
+// own timeout, about two minutes, and outlast the caller's polling.
 func (c *Cluster) HTTPGet(ns, host string, port int, path string) (string, error) {
 	script := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' >&3 && timeout 10 cat <&3`, host, port, path, host)
-	return c.ExecIn(ns, "client", "", "bash", "-c", script)
+	return c.ExecIn(ns, "client", "", "timeout", "15", "bash", "-c", script)
 }
