@@ -184,22 +184,11 @@ func TestWebAppDatabaseOnlyFromItsApp(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("connected to app"))
 }
 
-// webAppWithDBPeers is realnode.WebAppManifest with
-// database.networkPolicy.allowedPodSelectors set to peers (YAML).
+// webAppWithDBPeers is realnode.WebAppManifest (which ends in its
+// database block) with database.networkPolicy.allowedPodSelectors set to
+// peers (YAML).
 func webAppWithDBPeers(name, peers string) string {
-	return fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
-kind: WebApp
-metadata:
-  name: %s
-spec:
-  deploymentTier: dev
-  webAppImage: %s
-  webAppHostname: %s.example.test
-  webAppReplicas: 1
-  database:
-    image: {repository: %s, tag: %q}
-    networkPolicy: {allowedPodSelectors: %s}
-`, name, realnode.AppImage, name, realnode.PostgresRepo, realnode.PostgresTag, peers)
+	return realnode.WebAppManifest(name, 1) + "    networkPolicy: {allowedPodSelectors: " + peers + "}\n"
 }
 
 // TestNginxNetworkPolicyOnTheWire: an Nginx with its NetworkPolicy admits
