@@ -224,8 +224,10 @@ func (r *jitteredResync) fire(key types.NamespacedName, q workqueue.TypedRateLim
 	if r.stopped || !ok || t.gen != gen {
 		return
 	}
-	q.Add(reconcile.Request{NamespacedName: key})
+	// Rearm before enqueueing: whoever sees the request may count on the
+	// next timer being set already (the tests step a fake clock then).
 	r.schedule(key, t.period, q)
+	q.Add(reconcile.Request{NamespacedName: key})
 }
 
 // stop stops every timer; it runs when a timer fires after the controller
