@@ -59,10 +59,25 @@ DEFAULT_CHANNEL ?= alpha
 BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
-BUNDLE_GEN = $(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
+# USE_IMAGE_DIGESTS=true: every image of the CSV (the operator's, the
+# RELATED_IMAGE_* defaults, relatedImages) is resolved to its digest in its
+# registry and referenced by it.
+USE_IMAGE_DIGESTS ?= false
+BUNDLE_GEN_FLAGS = $(if $(filter true,$(USE_IMAGE_DIGESTS)),--use-image-digests)
+BUNDLE_GEN = $(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS) $(BUNDLE_GEN_FLAGS)
+
+# The operand images, the operator's RELATED_IMAGE_* variables
+# (config/manager/manager.yaml): `make bundle RELATED_IMAGE_NGINX=mirror/nginx:1.27`
+# writes the one given into config/manager, as IMG is. The charts' defaults
+# are what an operator without them runs (test/shipping keeps both equal).
+RELATED_IMAGES = RELATED_IMAGE_NGINX RELATED_IMAGE_NGINX_EXPORTER RELATED_IMAGE_POSTGRES
+
+.PHONY: set-related-images
+set-related-images:
+	@$(foreach v,$(RELATED_IMAGES),$(if $($(v)),sed -i '/- name: $(v)$$/{n;s|value: .*|value: $($(v))|}' config/manager/manager.yaml &&) ) true
 
 .PHONY: bundle
-bundle: manifests operator-sdk kustomize ## Generate bundle/ and bundle.Dockerfile from config/, then validate it.
+bundle: manifests operator-sdk kustomize set-related-images ## Generate bundle/ and bundle.Dockerfile from config/, then validate it (USE_IMAGE_DIGESTS=true: by digest).
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(BUNDLE_GEN)
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework

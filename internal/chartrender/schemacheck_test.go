@@ -2,11 +2,14 @@ package chartrender
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Chart-independent checks of a chart's values.schema.json, run for every
@@ -26,7 +29,7 @@ func TestChartSchemas(t *testing.T) {
 			values := loadJSONish(t, filepath.Join(dir, "values.yaml"))
 			schema := loadJSONish(t, schemaPath)
 			var problems []string
-			for _, p := range schemaValuesProblems(values, schema) {
+			for _, p := range schemaValuesProblems(values, schema, operatorDefaults(t, filepath.Base(dir))) {
 				problems = append(problems, "values: "+p)
 			}
 			for _, p := range schemaContractProblems(schema) {
@@ -40,12 +43,45 @@ func TestChartSchemas(t *testing.T) {
 	}
 }
 
+// operatorDefaults returns the values the operator defaults for the chart
+// in helm-charts/<chart> (".image.repository"): the fields of the image
+// blocks its watches.yaml entry gives imageDefaults.
+func operatorDefaults(t *testing.T, chart string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("../../watches.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		Chart         string            `json:"chart"`
+		ImageDefaults map[string]string `json:"imageDefaults"`
+	}
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		if filepath.Base(e.Chart) != chart {
+			continue
+		}
+		for block := range e.ImageDefaults {
+			for _, f := range []string{"repository", "tag", "digest"} {
+				out["."+block+"."+f] = true
+			}
+		}
+	}
+	return out
+}
+
 // schemaValuesProblems checks that values.yaml and the schema agree: every
 // leaf of values.yaml has a schema property whose default is exactly its
 // value, and every schema property is in values.yaml, except required ones,
 // which must have neither a value nor a default (a default would make them
-// never really required in the CRD).
-func schemaValuesProblems(values, schema map[string]interface{}) []string {
+// never really required in the CRD). The fields the operator defaults
+// (operatorDefaults) are the exception: they must have no schema default,
+// or the API server would write the chart's value into every resource
+// and the operator could not tell an unset image from a chosen one.
+func schemaValuesProblems(values, schema map[string]interface{}, operatorDefaulted map[string]bool) []string {
 	var problems []string
 	var walk func(path string, vals map[string]interface{}, node map[string]interface{})
 	walk = func(path string, vals map[string]interface{}, node map[string]interface{}) {
@@ -72,6 +108,10 @@ func schemaValuesProblems(values, schema map[string]interface{}) []string {
 			}
 			def, has := prop["default"]
 			switch {
+			case operatorDefaulted[p]:
+				if has {
+					problems = append(problems, p+": defaulted by the operator (watches.yaml imageDefaults), so the schema must have no default")
+				}
 			case !has:
 				problems = append(problems, p+": schema has no default")
 			case !reflect.DeepEqual(def, v):

@@ -8,6 +8,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -121,6 +122,8 @@ func (k *kindRuntime) libraryRecorder() record.EventRecorder {
 //     operator-sdk's (sdkcompat.go);
 //   - values the chart declares as generated are generated once and then
 //     kept for the life of the release (generated.go);
+//   - image blocks a spec leaves unset run the operator's default images
+//     (images.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
@@ -165,10 +168,18 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	if err != nil {
 		return nil, err
 	}
+	var tr values.Translator
 	if translator != nil {
 		// The post hook records the translation's Events once a release
 		// keeps its values.
-		opts = append(opts, reconciler.WithValueTranslator(translator), reconciler.WithPostHook(translator))
+		tr = translator
+		opts = append(opts, reconciler.WithPostHook(translator))
+	}
+	if len(rw.ImageDefaults) > 0 {
+		tr = imageDefaultsTranslator{next: tr, images: rw.ImageDefaults}
+	}
+	if tr != nil {
+		opts = append(opts, reconciler.WithValueTranslator(tr))
 	}
 	if rw.WatchDependentResources {
 		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())
@@ -199,6 +210,7 @@ func (k *kindRuntime) logConfigured() {
 		"maxConcurrentReconciles", rw.MaxConcurrentReconciles,
 		"maxReleaseHistory", rw.MaxReleaseHistory,
 		"overrideValues", len(rw.OverrideValues),
+		"imageDefaults", describeImageDefaults(rw.ImageDefaults),
 		"driftMode", string(rw.Drift.Mode), "driftIgnoreRules", len(rw.Drift.Ignore),
 		"selector", describeSelector(rw.Selector),
 	}

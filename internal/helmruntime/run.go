@@ -20,6 +20,7 @@ import (
 	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/helmconfig"
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/release"
 	"github.com/acme/platform-operator/internal/shard"
 	"github.com/acme/platform-operator/internal/supervisor"
 	"github.com/acme/platform-operator/internal/watchconfig"
@@ -46,6 +47,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	images, err := watchconfig.LoadImageDefaults(opts.WatchesFile, watchconfig.OSEnv())
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -58,6 +63,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	rt.drifts = drifts
+	rt.images = images
 	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -68,6 +74,8 @@ type runtimeState struct {
 	watches []watches.Watch
 	// drifts are the drift policies of the watches, in their order.
 	drifts []watchconfig.Drift
+	// images are the image defaults of the watches, in their order.
+	images [][]release.ImageDefault
 	log    logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
@@ -156,6 +164,9 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	resolved, err := watchconfig.ResolveAll(rt.watches, rt.opts.WatchDefaults())
 	if err != nil {
+		return err
+	}
+	if err := watchconfig.SetImageDefaults(resolved, rt.images); err != nil {
 		return err
 	}
 	// A leader-election runnable: it starts when mgr leads.

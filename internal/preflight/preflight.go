@@ -84,12 +84,16 @@ type Hosts struct {
 }
 
 // New loads the charts of ws (as the runtime does, with the same
-// defaults) for the kinds the API server knows. Releases of cluster-scoped
+// defaults and the image defaults of its entries, LoadImageDefaults) for
+// the kinds the API server knows. Releases of cluster-scoped
 // kinds are looked for in releaseNamespace, as the runtime stores them.
 // reader must read from the API server, not from a cache.
-func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, releaseNamespace string, hosts Hosts) (*Preflight, error) {
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, releaseNamespace string, hosts Hosts) (*Preflight, error) {
 	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
 	if err != nil {
+		return nil, err
+	}
+	if err := watchconfig.SetImageDefaults(resolved, images); err != nil {
 		return nil, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -121,7 +125,7 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 		}
 		k := &preflightKind{
 			watch: rw, selector: sel, clusterScoped: clusterScoped, chart: release.DigestChart(rw.Chart),
-			values: release.Values{Chart: rw.Chart, Overrides: rw.OverrideValues, Generated: gvs},
+			values: release.Values{Chart: rw.Chart, Overrides: rw.OverrideValues, Images: rw.ImageDefaults, Generated: gvs},
 		}
 		if clusterScoped {
 			k.releaseNamespace = releaseNamespace

@@ -14,11 +14,12 @@ import (
 )
 
 // Values are the inputs of a kind's chart values besides a resource's
-// spec: its chart, the override values of its watch, and the values the
-// chart declares as generated.
+// spec: its chart, the override values and image defaults of its watch,
+// and the values the chart declares as generated.
 type Values struct {
 	Chart     *chart.Chart
 	Overrides map[string]string
+	Images    []ImageDefault
 	Generated []manifest.CompiledValue
 }
 
@@ -32,7 +33,9 @@ type Fill func(manifest.CompiledValue) (string, error)
 //     (ApplyOverrides; the library does this on the custom resource);
 //  2. every generated value the spec leaves empty is filled by fill
 //     (FillGenerated; the runtime's values translator does this, filling
-//     from the stored release, a kept Secret or crypto/rand);
+//     from the stored release, a kept Secret or crypto/rand), and every
+//     image block the spec leaves unset gets the operator's default
+//     image (ApplyImageDefaults; the same translator);
 //  3. the result is coalesced with the chart's defaults (the library).
 //
 // The admission check calls Compute itself; the reconciler's steps are
@@ -46,6 +49,9 @@ func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Value
 		return nil, err
 	}
 	if err := FillGenerated(vals, v.Generated, fill); err != nil {
+		return nil, err
+	}
+	if err := ApplyImageDefaults(vals, v.Images); err != nil {
 		return nil, err
 	}
 	return chartutil.CoalesceValues(v.Chart, vals)

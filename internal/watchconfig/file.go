@@ -2,10 +2,14 @@ package watchconfig
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/acme/platform-operator/internal/release"
 )
 
 // The library loads watches.yaml (watches.Load) and ignores what it does
@@ -37,12 +41,69 @@ func LoadDrift(path string) ([]Drift, error) {
 	return out, nil
 }
 
+// LoadImageDefaults reads the imageDefaults field of every entry of the
+// watches file at path, in the order of the entries: for each image block
+// of the chart's values ("image", "metrics.image"), the image a resource
+// that leaves the block unset runs. Values are expanded from env as
+// overrideValues are ("$RELATED_IMAGE_NGINX"); a block whose value expands
+// to nothing keeps the chart's default image. A value that is not an
+// image reference pinned by tag or digest is an error.
+func LoadImageDefaults(path string, env Env) ([][]release.ImageDefault, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []struct {
+		Kind          string            `json:"kind"`
+		ImageDefaults map[string]string `json:"imageDefaults"`
+	}
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		return nil, err
+	}
+	out := make([][]release.ImageDefault, len(entries))
+	for i, e := range entries {
+		paths := slices.Sorted(maps.Keys(e.ImageDefaults))
+		for _, p := range paths {
+			if p == "" || slices.Contains(strings.Split(p, "."), "") {
+				return nil, fmt.Errorf("entry %d (%s): imageDefaults: %q is not a values path such as image or metrics.image", i, e.Kind, p)
+			}
+			raw := e.ImageDefaults[p]
+			ref := os.Expand(raw, env.Getenv)
+			if ref == "" {
+				continue
+			}
+			img, err := release.ParseImage(ref)
+			if err != nil {
+				return nil, fmt.Errorf("entry %d (%s): imageDefaults %s: %s: %w", i, e.Kind, p, raw, err)
+			}
+			out[i] = append(out[i], release.ImageDefault{Path: p, Image: img})
+		}
+	}
+	return out, nil
+}
+
+// SetImageDefaults gives each resolved watch the image defaults of its
+// entry (LoadImageDefaults), after checking that each names an image block
+// of the watch's chart.
+func SetImageDefaults(resolved []ResolvedWatch, defaults [][]release.ImageDefault) error {
+	for i := range resolved {
+		if i >= len(defaults) {
+			break
+		}
+		if err := release.CheckImageDefaults(resolved[i].Chart, defaults[i]); err != nil {
+			return fmt.Errorf("watch %s: imageDefaults: %w", resolved[i].GVK, err)
+		}
+		resolved[i].ImageDefaults = defaults[i]
+	}
+	return nil
+}
+
 // knownFields are the fields of a watches.yaml entry this operator reads:
 // the library's and drift.
 var knownFields = map[string]bool{
 	"group": true, "version": true, "kind": true, "chart": true,
 	"watchDependentResources": true, "overrideValues": true, "reconcilePeriod": true,
-	"maxConcurrentReconciles": true, "selector": true, "drift": true,
+	"maxConcurrentReconciles": true, "selector": true, "drift": true, "imageDefaults": true,
 }
 
 // IgnoredFields names the fields of the entries of the watches file at path

@@ -11,6 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/acme/platform-operator/internal/release"
 )
 
 // WatchDefaults holds the operator-wide settings a watches.yaml entry falls
@@ -50,6 +52,9 @@ type ResolvedWatch struct {
 	Selector metav1.LabelSelector
 	// Drift is the entry's drift policy (LoadDrift reads it).
 	Drift Drift
+	// ImageDefaults are the images of the chart's image blocks that a
+	// resource leaves unset (LoadImageDefaults reads them).
+	ImageDefaults []release.ImageDefault
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value

@@ -183,6 +183,7 @@ type operatorProcess struct {
 	kubeconfig         string
 	fixedArgs          []string // flags the suite sets
 	args               []string // extra flags a test may set between stop and start
+	env                []string // extra environment a test may set between stop and start
 	proc               *process.Process
 }
 
@@ -204,6 +205,7 @@ func (p *operatorProcess) start() error {
 	cmd := exec.Command(p.bin, append(args, p.args...)...)
 	cmd.Dir = env.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
+	cmd.Env = append(cmd.Env, p.env...)
 	p.proc, err = process.Start(p.name, cmd, metricsAddr, p.logPath, 60*time.Second)
 	return err
 }

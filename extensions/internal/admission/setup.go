@@ -46,6 +46,10 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
 	}
 	env := watchconfig.OSEnv()
+	images, err := watchconfig.LoadImageDefaults(o.WatchesFile, env)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
+	}
 	releaseNamespace := o.ReleaseNamespace
 	if releaseNamespace == "" {
 		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
@@ -57,7 +61,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, releaseNamespace, hosts)
+	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}

@@ -73,10 +73,15 @@ does and spec.replicas must be left out.
 {{- end }}
 
 {{/*
-Image reference "repository:tag" for an image values block.
+Image reference of an image values block: "repository@digest" when the
+block has a digest, "repository:tag" otherwise.
 */}}
 {{- define "nginx.image" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
 {{- printf "%s:%s" .repository .tag }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -36,6 +36,18 @@ Chart name and version for the helm.sh/chart label.
 {{- end }}
 
 {{/*
+Image reference of an image values block: "repository@digest" when the
+block has a digest, "repository:tag" otherwise.
+*/}}
+{{- define "webapp.image" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository .tag }}
+{{- end }}
+{{- end }}
+
+{{/*
 Labels that select the pods of one component. Called with a dict of
 "ctx" (the root context) and "component" (app or database). Never change
 these on an existing release: selectors are immutable.
