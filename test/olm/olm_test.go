@@ -64,6 +64,9 @@ func TestOLM(t *testing.T) {
 
 func csvName(version string) string { return packageName + ".v" + version }
 
+// digestOf is the digest of a reference by digest.
+func digestOf(ref string) string { return ref[strings.Index(ref, "@")+1:] }
+
 // expectCSVSucceeded waits until the CSV of version in ns has Succeeded and
 // the operator's Deployment it owns has every Pod Ready with that version's
 // image.
@@ -81,7 +84,7 @@ func expectCSVSucceeded(t *testing.T, ns, version string) {
 		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
 		g.Expect(dep.Labels).To(HaveKeyWithValue("olm.owner", csvName(version)))
 		for _, c := range dep.Spec.Template.Spec.Containers {
-			g.Expect(c.Image).To(Equal(operatorRepo+":v"+version), "container %s", c.Name)
+			g.Expect(c.Image).To(Equal(operatorImages[version]), "container %s: the bundle's image, by digest", c.Name)
 		}
 		var pods corev1.PodList
 		g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
@@ -90,7 +93,7 @@ func expectCSVSucceeded(t *testing.T, ns, version string) {
 		for _, pod := range pods.Items {
 			for _, cs := range pod.Status.ContainerStatuses {
 				g.Expect(cs.Ready).To(BeTrue(), "container %s of %s", cs.Name, pod.Name)
-				g.Expect(cs.Image).To(Equal(operatorRepo+":v"+version), "container %s of %s", cs.Name, pod.Name)
+				g.Expect(cs.ImageID).To(HaveSuffix(digestOf(operatorImages[version])), "container %s of %s", cs.Name, pod.Name)
 			}
 		}
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -110,6 +113,63 @@ func testRunBundle(t *testing.T) {
 	t.Logf("operator-sdk run bundle returned after %s (the CSV had Succeeded)", time.Since(start).Round(time.Millisecond))
 	t.Logf("operator-sdk: %s", testkit.LastLine(out))
 	expectCSVSucceeded(t, operatorNamespace, firstVersion)
+	expectPinnedCSV(t, operatorNamespace, firstVersion)
+}
+
+// relatedImagesOf returns the CSV's spec.relatedImages, name to image.
+func relatedImagesOf(t *testing.T, ns, version string) map[string]string {
+	t.Helper()
+	csv, err := cluster.Get(context.Background(), csvGVK, ns, csvName(version))
+	if err != nil {
+		t.Fatalf("reading the CSV: %v", err)
+	}
+	items, _, _ := unstructured.NestedSlice(csv.Object, "spec", "relatedImages")
+	out := map[string]string{}
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		out[fmt.Sprint(m["name"])] = fmt.Sprint(m["image"])
+	}
+	return out
+}
+
+// expectPinnedCSV: the CSV of version, built with USE_IMAGE_DIGESTS,
+// references every image by digest (the operator's containers, its
+// RELATED_IMAGE_* variables, containerImage), and lists each of them in
+// relatedImages, so a mirroring tool that copies relatedImages copies
+// everything the operator runs.
+func expectPinnedCSV(t *testing.T, ns, version string) {
+	t.Helper()
+	g := NewWithT(t)
+	csv, err := cluster.Get(context.Background(), csvGVK, ns, csvName(version))
+	g.Expect(err).NotTo(HaveOccurred())
+	related := relatedImagesOf(t, ns, version)
+	listed := slices.Collect(maps.Values(related))
+	refs := []string{csv.GetAnnotations()["containerImage"]}
+	deps, _, _ := unstructured.NestedSlice(csv.Object, "spec", "install", "spec", "deployments")
+	for _, d := range deps {
+		containers, _, _ := unstructured.NestedSlice(d.(map[string]any), "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			cm := c.(map[string]any)
+			refs = append(refs, fmt.Sprint(cm["image"]))
+			env, _, _ := unstructured.NestedSlice(cm, "env")
+			for _, e := range env {
+				em := e.(map[string]any)
+				if strings.HasPrefix(fmt.Sprint(em["name"]), "RELATED_IMAGE_") {
+					refs = append(refs, fmt.Sprint(em["value"]))
+				}
+			}
+		}
+	}
+	for _, ref := range refs {
+		g.Expect(ref).To(ContainSubstring("@sha256:"), "every image of the CSV by digest")
+		g.Expect(listed).To(ContainElement(ref), "every image of the CSV in relatedImages")
+	}
+	want := []string{operatorImages[version]}
+	for _, img := range relatedImages[version] {
+		want = append(want, digests[img])
+	}
+	g.Expect(listed).To(ContainElements(want))
+	t.Logf("CSV %s: %d image references, all by digest and in relatedImages %v", csvName(version), len(refs), related)
 }
 
 // testScorecard runs `operator-sdk scorecard` with the bundle's own config,
@@ -233,9 +293,21 @@ func testBundleUpgrade(t *testing.T) {
 		status, _, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, "edited", "Deployed")
 		g.Expect(status).To(Equal("True"), msg)
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	// An Nginx that chose its image: the upgrade's new default is not for it.
+	cluster.Apply(t, ns, fmt.Sprintf("{apiVersion: web.acme.com/v1alpha1, kind: Nginx, metadata: {name: own-nginx}, spec: {replicaCount: 0, image: {repository: %s, tag: %q}}}",
+		realnode.NginxRepo, realnode.NginxTag))
+	g.Eventually(func(g Gomega) {
+		status, _, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, "own-nginx", "Deployed")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	defaults := nginxWithDefaultImage(ctx, g)
+	g.Expect(defaults).To(ContainElements(ns+"/edited", examplesNamespace+"/nginx-sample"))
+	g.Expect(defaults).NotTo(ContainElement(ns + "/own-nginx"))
+	// nginx-sample's Pods run the first default, by digest.
+	expectNginxPods(ctx, g, examplesNamespace, "nginx-sample", digests[realnode.NginxImage])
 	before, err := cluster.Releases(ctx)
 	g.Expect(err).To(Succeed())
-	t.Logf("before the upgrade: %d releases, revisions %v", len(before), before)
+	t.Logf("before the upgrade: %d releases, revisions %v; Nginx on the default image: %v", len(before), before, defaults)
 	caBefore := olmCA(ctx, g)
 	editor := testkit.StartEditor(cluster.Client, testkit.NginxGVK, ns, "edited", "podAnnotations", 200*time.Millisecond)
 	start := time.Now()
@@ -279,7 +351,26 @@ func testBundleUpgrade(t *testing.T) {
 			"--tail=-1", "--max-log-requests=4")
 		return out
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Release reconciled.*"name":"shop","namespace":"olm-webapp"|Release reconciled.*"namespace":"olm-webapp".*"name":"shop"|"shop".*Release reconciled`), "the new operator reconciles the WebApp")
-	g.Expect(cluster.Releases(ctx)).To(Equal(before), "no release got a new revision from the new operator")
+	// The new RELATED_IMAGE_NGINX upgrades each Nginx on the default image
+	// once; no other release gets a new revision.
+	sameOrOneMore := func(g Gomega) {
+		after, err := cluster.Releases(ctx)
+		g.Expect(err).To(Succeed())
+		for key, revs := range before {
+			if slices.Contains(defaults, key) {
+				g.Expect(after[key]).To(HaveLen(len(revs)+1), "%s runs the default nginx: one new revision", key)
+			} else {
+				g.Expect(after[key]).To(Equal(revs), "%s: no new revision", key)
+			}
+		}
+	}
+	g.Eventually(sameOrOneMore).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	g.Consistently(sameOrOneMore).WithTimeout(10 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("%s after bundle-upgrade started: each of %v upgraded once to the new default nginx, every other release as it was", time.Since(start).Round(time.Millisecond), defaults)
+	expectNginxPods(ctx, g, examplesNamespace, "nginx-sample", digests[nginxUpgradeImage])
+	dep := &appsv1.Deployment{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own-nginx"}, dep)).To(Succeed())
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(realnode.NginxImage), "the Nginx that chose its image keeps it")
 	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password), "the generated password survives the upgrade")
 	out, err = cluster.HTTPGet(ns, host, 80, "/read")
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -301,6 +392,43 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(err).To(Succeed())
 	g.Expect(after[ns+"/"+name]).To(HaveLen(len(before[ns+"/"+name]) + 1))
 	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password))
+}
+
+// nginxWithDefaultImage lists the Nginx resources ("namespace/name") that
+// leave their image unset, so run the operator's RELATED_IMAGE_NGINX.
+func nginxWithDefaultImage(ctx context.Context, g Gomega) []string {
+	items, err := cluster.List(ctx, testkit.NginxGVK, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, it := range items {
+		if _, set, _ := unstructured.NestedMap(it.Object, "spec", "image"); !set {
+			out = append(out, it.GetNamespace()+"/"+it.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectNginxPods waits until the Deployment of the Nginx name runs
+// image (a reference by digest) and every one of its Pods is Ready on it.
+func expectNginxPods(ctx context.Context, g Gomega, ns, name, image string) {
+	g.Eventually(func(g Gomega) {
+		dep := &appsv1.Deployment{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
+		var pods corev1.PodList
+		g.Expect(cluster.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(int(*dep.Spec.Replicas)), "the Pods of the earlier image are gone")
+		for _, pod := range pods.Items {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name == "nginx" {
+					g.Expect(cs.Ready).To(BeTrue(), "%s", pod.Name)
+					g.Expect(cs.ImageID).To(HaveSuffix(digestOf(image)), "%s", pod.Name)
+				}
+			}
+		}
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
 
 // testCleanup follows the uninstall order of docs/operations.md: the custom resources
@@ -467,8 +595,11 @@ spec:
 	expectCSVSucceeded(t, subNamespace, firstVersion)
 	t.Logf("Subscription: CSV %s Succeeded in %s %s after apply", csvName(firstVersion), subNamespace, time.Since(start).Round(time.Millisecond))
 
-	// A name with "nginx" in it is the chart's fullname as it is.
-	const ns, name = "olm-catalog-nginx", "catalog-nginx"
+	expectPinnedCSV(t, subNamespace, firstVersion)
+
+	// An Nginx and a WebApp that name no operand image run what the CSV
+	// lists. A name with "nginx" in it is the chart's fullname as it is.
+	const ns, name, app = "olm-catalog-nginx", "catalog-nginx", "catalog-app"
 	cluster.CreateNamespace(t, ns)
 	cluster.Apply(t, ns, fmt.Sprintf(`apiVersion: web.acme.com/v1alpha1
 kind: Nginx
@@ -476,18 +607,44 @@ metadata:
   name: %s
 spec:
   replicaCount: 1
-  image: {repository: %s, tag: %q}
-`, name, realnode.NginxRepo, realnode.NginxTag))
+---
+apiVersion: web.acme.com/v1alpha1
+kind: WebApp
+metadata:
+  name: %s
+spec:
+  deploymentTier: dev
+  webAppImage: %s
+  webAppHostname: catalog.example.test
+`, name, app, realnode.AppImage))
+	expectNginxPods(ctx, g, ns, name, digests[realnode.NginxImage])
 	g.Eventually(func(g Gomega) {
-		status, reason, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Deployed")
+		status, reason, msg := cluster.ConditionOf(g, testkit.WebAppGVK, ns, app, "Ready")
 		g.Expect(status).To(Equal("True"), "%s: %s", reason, msg)
-		dep := &appsv1.Deployment{}
-		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-		g.Expect(testkit.DeploymentReady(dep)).To(BeTrue(), "status: %+v", dep.Status)
-	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("an Nginx and a WebApp without image fields Ready %s after apply", time.Since(start).Round(time.Millisecond))
 
-	t.Log("uninstall in the order of docs/operations.md: the resource, then the Subscription and its CSV")
-	out, err = cluster.Kubectl("delete", "nginx", name, "-n", ns, "--wait=true", "--timeout=120s")
+	// What `kubectl get pods -A -o jsonpath` shows: every image the
+	// operator and its operands run is in relatedImages (the WebApp's own
+	// app is the user's image, not the operator's).
+	listed := slices.Collect(maps.Values(relatedImagesOf(t, subNamespace, firstVersion)))
+	out, err = cluster.Kubectl("get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{range .spec.containers[*]}{.image}{"\n"}{end}{range .spec.initContainers[*]}{.image}{"\n"}{end}{end}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	operands := strings.Fields(out)
+	out, err = cluster.Kubectl("get", "pods", "-n", subNamespace, "-l", "control-plane=controller-manager", "-o", `jsonpath={range .items[*]}{range .spec.containers[*]}{.image}{"\n"}{end}{end}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	operands = append(operands, strings.Fields(out)...)
+	g.Expect(operands).To(ContainElements(digests[realnode.NginxImage], digests[realnode.PostgresImage], operatorImages[firstVersion]))
+	for _, img := range operands {
+		if img == realnode.AppImage {
+			continue
+		}
+		g.Expect(listed).To(ContainElement(img), "a Pod runs an image relatedImages does not list")
+	}
+	t.Logf("the Pods of the operator, the Nginx and the WebApp run %v, all in relatedImages", slices.Compact(slices.Sorted(slices.Values(operands))))
+
+	t.Log("uninstall in the order of docs/operations.md: the resources, then the Subscription and its CSV")
+	out, err = cluster.Kubectl("delete", "nginx,webapp", "--all", "-n", ns, "--wait=true", "--timeout=180s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = cluster.Kubectl("delete", "-n", subNamespace, "subscription/platform-operator", "csv/"+csvName(firstVersion), "--wait=true", "--timeout=120s")
 	g.Expect(err).NotTo(HaveOccurred(), out)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ const (
 	upgradeDecompressionStandIn = "localhost:5000/ubi9/ubi:9.7"
 	firstVersion                = "0.1.0"
 	upgradeVersion              = "0.1.1"
+	// The nginx stand-in again with one more label, so another digest:
+	// the upgrade's RELATED_IMAGE_NGINX.
+	nginxUpgradeImage = realnode.NginxRepo + ":" + realnode.NginxTag + "-r2"
 )
 
 var (
@@ -51,6 +55,25 @@ var (
 	// The bundle images of both versions, built by the suite from config/,
 	// by their HTTPS names.
 	bundleImages = map[string]string{}
+	// The operator image of each version and the operand images of the
+	// bundles, by digest ("repository@sha256:..."), as the registry has
+	// them: the bundles reference them so.
+	operatorImages = map[string]string{}
+	digests        = map[string]string{}
+	// The RELATED_IMAGE_* variables each version's bundle is built with:
+	// the upgrade moves nginx to another digest.
+	relatedImages = map[string]map[string]string{
+		firstVersion: {
+			"RELATED_IMAGE_NGINX":          realnode.NginxImage,
+			"RELATED_IMAGE_NGINX_EXPORTER": realnode.ExporterImage,
+			"RELATED_IMAGE_POSTGRES":       realnode.PostgresImage,
+		},
+		upgradeVersion: {
+			"RELATED_IMAGE_NGINX":          nginxUpgradeImage,
+			"RELATED_IMAGE_NGINX_EXPORTER": realnode.ExporterImage,
+			"RELATED_IMAGE_POSTGRES":       realnode.PostgresImage,
+		},
+	}
 )
 
 // tlsName is an image of the node's registry by the name of its HTTPS
@@ -85,24 +108,38 @@ func setup(c *realnode.Cluster) error {
 	if out, err := exec.Command("docker", "tag", opmImage, upgradeDecompressionStandIn).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker tag %s: %w\n%s", upgradeDecompressionStandIn, err, out)
 	}
-	images := []string{olmImage, opmImage, scorecardImage, upgradeDecompressionStandIn, realnode.NginxImage, realnode.AppImage, realnode.PostgresImage}
+	images := []string{olmImage, opmImage, scorecardImage, upgradeDecompressionStandIn,
+		realnode.NginxImage, realnode.ExporterImage, realnode.AppImage, realnode.PostgresImage, nginxUpgradeImage}
+	// One image per version, as a release has: the same binaries, a
+	// version label, so the two have different digests. The same for the
+	// nginx of the upgrade.
+	relabel := map[string]string{nginxUpgradeImage: fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.revision=2\n", realnode.NginxImage)}
 	for _, v := range []string{firstVersion, upgradeVersion} {
-		// One image per version, as a release has: the same binaries, a
-		// version label, so the two have different digests.
 		img := operatorRepo + ":v" + v
+		relabel[img] = fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v)
+		images = append(images, img)
+	}
+	for img, dockerfile := range relabel {
 		build := exec.Command("docker", "build", "--network", "host", "-t", img, "-")
 		build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		build.Stdin = strings.NewReader(fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v))
+		build.Stdin = strings.NewReader(dockerfile)
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %w\n%s", img, err, out)
 		}
-		images = append(images, img)
 	}
 	if err := cluster.Push(images...); err != nil {
 		return err
 	}
+	for _, img := range images {
+		d, err := repoDigest(img)
+		if err != nil {
+			return err
+		}
+		digests[img] = d
+	}
 	for _, v := range []string{firstVersion, upgradeVersion} {
-		if err := buildBundle(root, v, operatorRepo+":v"+v, bundleRepo+":v"+v); err != nil {
+		operatorImages[v] = digests[operatorRepo+":v"+v]
+		if err := buildBundle(root, v, operatorRepo+":v"+v, bundleRepo+":v"+v, relatedImages[v]); err != nil {
 			return err
 		}
 		bundleImages[v] = tlsName(bundleRepo + ":v" + v)
@@ -125,10 +162,32 @@ func olmScript(arg string) (string, error) {
 	return cluster.RunEnv(env, "", filepath.Join(cluster.Root, "hack", "olm", "olm.sh"), arg)
 }
 
-// buildBundle does what `make bundle bundle-build bundle-push` does with
-// IMG and VERSION set, in a copy of config/ so the working tree stays as it
-// is: set the manager's image, generate the bundle, build and push its image.
-func buildBundle(root, version, img, bundleImg string) error {
+// repoDigest returns the pushed image by digest, "repository@sha256:...".
+func repoDigest(image string) (string, error) {
+	out, err := exec.Command("docker", "inspect", "--format", "{{range .RepoDigests}}{{println .}}{{end}}", image).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker inspect %s: %w\n%s", image, err, out)
+	}
+	repo := image[:strings.LastIndex(image, ":")]
+	for _, d := range strings.Fields(string(out)) {
+		if strings.HasPrefix(d, repo+"@") {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%s has no digest in %s: %s", image, repo, out)
+}
+
+// relatedImageLine matches the value line that follows a RELATED_IMAGE_*
+// variable's name in config/manager/manager.yaml.
+var relatedImageLine = regexp.MustCompile(`(- name: (RELATED_IMAGE_[A-Z_]+)\n\s+value: )(\S+)`)
+
+// buildBundle does what `make bundle USE_IMAGE_DIGESTS=true
+// bundle-build bundle-push` does with IMG, VERSION and RELATED_IMAGE_*
+// set, in a copy of config/ so the working tree stays as it is: set the
+// manager's image and the operand images, generate the bundle with every
+// image resolved to its digest in the node's registry, validate it, build
+// and push its image.
+func buildBundle(root, version, img, bundleImg string, related map[string]string) error {
 	dir, err := os.MkdirTemp("", "platform-operator-bundle-")
 	if err != nil {
 		return err
@@ -144,12 +203,27 @@ func buildBundle(root, version, img, bundleImg string) error {
 	if err := os.WriteFile(filepath.Join(dir, "PROJECT"), project, 0o644); err != nil {
 		return err
 	}
+	manager := filepath.Join(dir, "config", "manager", "manager.yaml")
+	b, err := os.ReadFile(manager)
+	if err != nil {
+		return err
+	}
+	b = relatedImageLine.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := relatedImageLine.FindSubmatch(m)
+		if v, ok := related[string(sub[2])]; ok {
+			return append(append([]byte{}, sub[1]...), v...)
+		}
+		return m
+	})
+	if err := os.WriteFile(manager, b, 0o644); err != nil {
+		return err
+	}
 	kustomize := filepath.Join(root, "bin", "kustomize")
 	sdk := filepath.Join(root, "bin", "operator-sdk")
 	steps := [][]string{
 		{"sh", "-c", fmt.Sprintf("cd config/manager && %s edit set image controller=%s", kustomize, img)},
-		{"sh", "-c", fmt.Sprintf("%s build config/manifests | %s generate bundle -q --overwrite --version %s --channels=alpha --default-channel=alpha", kustomize, sdk, version)},
-		{sdk, "bundle", "validate", "./bundle"},
+		{"sh", "-c", fmt.Sprintf("%s build config/manifests | %s generate bundle -q --overwrite --version %s --channels=alpha --default-channel=alpha --use-image-digests", kustomize, sdk, version)},
+		{sdk, "bundle", "validate", "./bundle", "--select-optional", "suite=operatorframework"},
 		{"docker", "build", "-f", "bundle.Dockerfile", "-t", bundleImg, "."},
 		{"docker", "push", bundleImg},
 	}

@@ -12,10 +12,12 @@ import (
 // The workloads' stand-ins (make workload-images), as the node's registry
 // serves them.
 const (
-	NginxRepo     = "localhost:5000/nginx-unprivileged"
-	NginxTag      = "1.22-bookworm"
-	NginxImage    = NginxRepo + ":" + NginxTag
-	AppImage      = "localhost:5000/webapp-test-app:v1"
+	NginxRepo  = "localhost:5000/nginx-unprivileged"
+	NginxTag   = "1.22-bookworm"
+	NginxImage = NginxRepo + ":" + NginxTag
+	AppImage   = "localhost:5000/webapp-test-app:v1"
+	// The exporter stand-in (make workload-images NGINX_EXPORTER_STANDIN).
+	ExporterImage = "localhost:5000/nginx-prometheus-exporter:0.11-bookworm"
 	PostgresRepo  = "localhost:5000/postgres"
 	PostgresTag   = "15-bookworm"
 	PostgresImage = PostgresRepo + ":" + PostgresTag
