@@ -69,7 +69,7 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 	app := dep.Spec.Template.Spec.Containers[0]
-	g.Expect(app.Image).To(Equal("registry.acme.com/app/app:v1.4"))
+	g.Expect(app.Image).To(Equal("example/app:v1.4"))
 	g.Expect(app.Resources.Requests.Cpu().String()).To(Equal("50m"), "dev tier default")
 	g.Expect(dep.Spec.Template.Spec.Affinity).To(BeNil(), "no anti-affinity in dev")
 	dbEnv := map[string]string{}
@@ -124,7 +124,7 @@ func TestWebAppLifecycle(t *testing.T) {
 	out, err = env.Kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "AGE"}))
-	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+registry.acme.com/app/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
+	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+example/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
 
 	t.Log("the password is not in the WebApp (status included) nor in events")
 	expectPasswordNotExposed(t, ns, name, password)
