@@ -115,6 +115,9 @@ func generateKind(root, outDir string, k *Kind) (string, []byte, error) {
 		return "", nil, fmt.Errorf("%s: %w", schemaFile, err)
 	}
 	crd := BuildCRD(k, spec)
+	if err := addVersions(crd, k); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", schemaFile, err)
+	}
 	if err := ValidateCRD(crd); err != nil {
 		return "", nil, err
 	}

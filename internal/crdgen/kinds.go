@@ -38,6 +38,10 @@ type Kind struct {
 	// NameLimit is which metadata.name the chart can be installed under;
 	// required, see NameLimit.
 	NameLimit *NameLimit `json:"nameLimit"`
+	// Versions are further versions the CRD serves, each differing from
+	// Version by field renames; Version stays the storage version. See
+	// ServedVersion.
+	Versions []ServedVersion `json:"versions,omitempty"`
 }
 
 // MaxReleaseNameLength is the longest Helm release name Helm accepts
@@ -161,6 +165,7 @@ func (k *Kind) check() []string {
 		p = append(p, fmt.Sprintf("scope %q must be %s or %s", k.Scope, apiextensionsv1.NamespaceScoped, apiextensionsv1.ClusterScoped))
 	}
 	p = append(p, k.NameLimit.check()...)
+	p = append(p, k.checkVersions()...)
 	// Everything else (group syntax, short names, categories, columns) is
 	// checked by the API server's CRD validation after the CRD is built.
 	return p
