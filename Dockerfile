@@ -1,6 +1,6 @@
 # Builds the platform-operator image: the Helm runtime (/manager) with the
 # charts and watches.yaml it serves, and the extensions sidecar
-# (/extensions). One image, two containers in the operator's Pod.
+# (/extensions) with the kinds file its conversion webhook reads. One image, two containers in the operator's Pod.
 # `make docker-build IMG=...`.
 #
 # The base images are build arguments so that a machine without access to
@@ -35,6 +35,8 @@ WORKDIR /opt/platform-operator
 COPY --from=builder /out/manager /manager
 COPY --from=builder /out/extensions /extensions
 COPY watches.yaml watches.yaml
+# The sidecar's conversion webhook reads the versions of each kind here.
+COPY config/crd/kinds.yaml config/crd/kinds.yaml
 COPY helm-charts/ helm-charts/
 USER 65532:65532
 ENTRYPOINT ["/manager"]

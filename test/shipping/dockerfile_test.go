@@ -203,8 +203,10 @@ func TestManagerManifestMatchesImage(t *testing.T) {
 		commands = append(commands, c.Command[0])
 		g.Expect(d.imageFiles).To(ContainElement(c.Command[0]), "container %s runs a binary the image lacks", c.Name)
 		for _, a := range c.Args {
-			if v, ok := strings.CutPrefix(a, "--watches-file="); ok {
-				g.Expect(d.imageFiles).To(ContainElement(v))
+			for _, flag := range []string{"--watches-file=", "--kinds-file="} {
+				if v, ok := strings.CutPrefix(a, flag); ok {
+					g.Expect(d.imageFiles).To(ContainElement(v), "%s names a file the image lacks", flag)
+				}
 			}
 		}
 	}

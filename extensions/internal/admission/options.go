@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/acme/platform-operator/extensions/internal/conversion"
 	"github.com/acme/platform-operator/internal/claims"
 )
 
@@ -47,6 +48,9 @@ const (
 	DefaultPort = 9443
 	// Path is the one path every kind is validated on.
 	Path = "/validate"
+	// DefaultKindsFile is where the image has the kinds file, relative
+	// to its working directory (and to the repository root).
+	DefaultKindsFile = "config/crd/kinds.yaml"
 )
 
 // Options configure the validating admission webhook of the sidecar.
@@ -74,6 +78,10 @@ type Options struct {
 	ExtraDNSNames []string
 	// WatchesFile maps kinds to charts, as for the manager.
 	WatchesFile string
+	// KindsFile is config/crd/kinds.yaml: the versions of each kind and
+	// their renames, which the conversion webhook (package conversion)
+	// applies on the same server, on conversion.Path.
+	KindsFile string
 	// ReleaseNamespace stores the releases of cluster-scoped kinds, as for
 	// the manager; empty means the same default as the manager's.
 	ReleaseNamespace string
@@ -98,6 +106,7 @@ func DefaultOptions() Options {
 		Secret:        DefaultSecret,
 		CertValidity:  DefaultCertValidity,
 		WatchesFile:   "watches.yaml",
+		KindsFile:     DefaultKindsFile,
 		HostScope:     claims.HostsCluster,
 	}
 }
@@ -118,7 +127,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Namespace of the webhook's Service and Secret (default: $POD_NAMESPACE, else the in-cluster service-account namespace).")
 	fs.StringVar(&o.Service, "admission-service", o.Service, "Service in front of the webhook: named in a self-issued certificate; the webhooks calling it are those whose caBundle a Secret's certificate must match.")
 	fs.StringVar(&o.Configuration, "admission-configuration", o.Configuration,
-		"ValidatingWebhookConfiguration whose caBundle the self-issued CA goes into.")
+		"ValidatingWebhookConfiguration whose caBundle the self-issued CA goes into (as into the conversion caBundle of the CRDs of --kinds-file with a second version).")
 	fs.StringVar(&o.Secret, "admission-secret", o.Secret, "Secret that keeps the serving certificate (tls.crt, tls.key): the self-issued one and its CA, or the one another tool issues (--admission-certs=secret).")
 	fs.DurationVar(&o.CertValidity, "admission-cert-validity", o.CertValidity,
 		"Lifetime of a self-issued serving certificate; it is renewed when a quarter of it is left.")
@@ -126,6 +135,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Further DNS names a self-issued serving certificate is valid for, besides the Service's (for a webhook configuration that calls a URL).")
 	fs.StringVar(&o.WatchesFile, "watches-file", o.WatchesFile,
 		"Watches file of the manager: the kinds the webhook validates and their charts.")
+	fs.StringVar(&o.KindsFile, "kinds-file", o.KindsFile,
+		"Kinds file (config/crd/kinds.yaml): the CRD versions the conversion webhook converts between, served on "+conversion.Path+" by the webhook server.")
 	fs.Var(hostScopeValue{&o.HostScope}, "unique-hosts",
 		`How far an Ingress host a resource renders must be unique: "cluster" (a host that another resource of ours serves anywhere, or any Ingress in another namespace, is refused), "namespace" (only another resource of ours in the same namespace), "off".`)
 	fs.StringVar(&o.ReleaseNamespace, "release-namespace", o.ReleaseNamespace,
@@ -177,6 +188,9 @@ func (o *Options) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf(`--admission-certs must be "self", "secret" or "provided", not %q`, o.Certs))
+	}
+	if o.KindsFile == "" {
+		errs = append(errs, errors.New("--kinds-file is empty"))
 	}
 	if o.CertDir == "" {
 		errs = append(errs, errors.New("--admission-cert-dir is empty"))

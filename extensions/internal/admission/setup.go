@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/acme/platform-operator/extensions/internal/conversion"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
 	"github.com/acme/platform-operator/internal/claims"
+	"github.com/acme/platform-operator/internal/crdgen"
 	"github.com/acme/platform-operator/internal/preflight"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
@@ -89,6 +91,19 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		handler = o.Draining.Handler(handler)
 	}
 	srv.Register(Path, handler)
+	// The conversion webhook of the kinds with a second version, on the
+	// same server and certificate (config/crd/kinds.yaml; crdgen points
+	// their CRDs at this Service and path).
+	kinds, err := crdgen.LoadKinds(o.KindsFile)
+	if err != nil {
+		return fmt.Errorf("load the kinds file %q: %w", o.KindsFile, err)
+	}
+	conversionCRDs := conversion.CRDNames(kinds)
+	var converter http.Handler = &conversion.Webhook{Rules: conversion.New(kinds), Log: mgr.GetLogger().WithName("conversion")}
+	if o.Draining != nil {
+		converter = o.Draining.Handler(converter)
+	}
+	srv.Register(conversion.Path, converter)
 	if err := mgr.AddReadyzCheck("admission-webhook", srv.StartedChecker()); err != nil {
 		return fmt.Errorf("add the webhook's readiness check: %w", err)
 	}
@@ -103,7 +118,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	case CertsSecret:
 		return setupSecretCerts(mgr, o, ns, srv, served, log)
 	}
-	return setupSelfIssued(mgr, o, ns, srv, log)
+	return setupSelfIssued(mgr, o, ns, srv, conversionCRDs, log)
 }
 
 // setupSecretCerts serves the certificate another tool keeps in the
@@ -127,15 +142,20 @@ func setupSecretCerts(mgr ctrl.Manager, o Options, ns string, srv webhook.Server
 // setupSelfIssued issues and rotates the webhook's certificate with
 // cert-controller's rotator (github.com/open-policy-agent/cert-controller):
 // it keeps the CA and the serving certificate in the Secret, puts the CA
-// into the configuration's caBundle (again whenever an apply resets it),
+// into the configuration's caBundle and into the conversion caBundle of
+// conversionCRDs (again whenever an apply resets them),
 // and renews the serving certificate when a quarter of its life is left.
 // Only the leader of the sidecar's Lease does so, so that replicas never
 // race to write the Secret; every replica serves the certificate of the
 // Secret (certFiles). The server starts once the certificate is on disk:
 // on the leader once the rotator has it (and the CA is injected), on the
 // others once the Secret has it.
-func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server, log logr.Logger) error {
+func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server, conversionCRDs []string, log logr.Logger) error {
 	ready := make(chan struct{})
+	targets := []rotator.WebhookInfo{{Name: o.Configuration, Type: rotator.Validating}}
+	for _, crd := range conversionCRDs {
+		targets = append(targets, rotator.WebhookInfo{Name: crd, Type: rotator.CRDConversion})
+	}
 	secret := types.NamespacedName{Namespace: ns, Name: o.Secret}
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:              secret,
@@ -145,7 +165,7 @@ func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server,
 		DNSName:                fmt.Sprintf("%s.%s.svc", o.Service, ns),
 		ExtraDNSNames:          append([]string{fmt.Sprintf("%s.%s.svc.cluster.local", o.Service, ns)}, o.ExtraDNSNames...),
 		IsReady:                ready,
-		Webhooks:               []rotator.WebhookInfo{{Name: o.Configuration, Type: rotator.Validating}},
+		Webhooks:               targets,
 		RequireLeaderElection:  true,
 		ServerCertDuration:     o.CertValidity,
 		CaCertDuration:         10 * o.CertValidity,
@@ -163,7 +183,7 @@ func setupSelfIssued(mgr ctrl.Manager, o Options, ns string, srv webhook.Server,
 		return err
 	}
 	log.Info("Serving the admission webhook with a self-issued certificate", "port", o.Port, "secret", secret.String(),
-		"configuration", o.Configuration, "validity", o.CertValidity.String())
+		"configuration", o.Configuration, "conversionCRDs", conversionCRDs, "validity", o.CertValidity.String())
 	return mgr.Add(&serveWhenReady{certificate: ready, copied: files.written, srv: srv})
 }
 

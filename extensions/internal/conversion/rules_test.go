@@ -1,10 +1,13 @@
 package conversion
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -159,4 +162,27 @@ func TestShippedKinds(t *testing.T) {
 	kinds, err := crdgen.LoadKinds(file)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(CRDNames(kinds)).To(Equal([]string{"webapps.web.acme.com"}))
+}
+
+// The sidecar may update the CRDs it injects its CA into, and only those
+// (config/rbac/role.yaml).
+func TestShippedRoleGrantsConversionCRDs(t *testing.T) {
+	g := NewWithT(t)
+	root := filepath.Join("..", "..", "..")
+	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.UnmarshalStrict(data, role)).To(Succeed())
+	var named []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "apiextensions.k8s.io") && slices.Contains(r.Resources, "customresourcedefinitions") &&
+			slices.Contains(r.Verbs, "update") {
+			g.Expect(r.ResourceNames).NotTo(BeEmpty(), "updates of CRDs are limited by name")
+			named = append(named, r.ResourceNames...)
+		}
+	}
+	slices.Sort(named)
+	g.Expect(named).To(Equal(CRDNames(kinds)))
 }
