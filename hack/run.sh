@@ -174,13 +174,17 @@ if [[ "${local_cluster}" == true ]]; then
   webhook_msg="Admission webhook: registered as the ValidatingWebhookConfiguration ${webhook_name}
 (kubectl get validatingwebhookconfigurations shows it), calling the sidecar at
 https://${webhook_address}/validate: kubectl apply refuses what the webhook refuses,
-as with make deploy. It is deleted when make run stops."
+as with make deploy. It is deleted when make run stops. The conversion webhook
+(WebApp v1beta1) calls https://${webhook_address}/convert likewise; after make run
+stops, reads of webapps.v1beta1 fail until the sidecar runs again."
 else
   webhook_msg="Admission webhook: NOT installed. This cluster's API server cannot call a
 process on this machine's loopback, so the sidecar runs without its webhook and
 kubectl apply does not refuse what only the webhook sees (a release another
 resource owns, a spec the chart will not render). The CRD schemas and the
 runtime's own checks still apply: such a resource fails in its status instead.
+Nor is the conversion webhook: read WebApps as webapps.v1alpha1.web.acme.com
+(kubectl get webapps asks for v1beta1, which needs it).
 make deploy or OLM (docs/operations.md) install the webhook with the operator's Pod."
 fi
 

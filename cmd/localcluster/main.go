@@ -12,7 +12,7 @@
 //
 //	localcluster webhook-certs --state-dir D [--address 127.0.0.1:9443]
 //	    issue (or keep) the webhook's CA and serving certificate in D/webhook
-//	localcluster webhook-up    --state-dir D --kubeconfig K [--webhooks config/webhook/manifests.yaml] [--address 127.0.0.1:9443]
+//	localcluster webhook-up    --state-dir D --kubeconfig K [--webhooks config/webhook/manifests.yaml] [--kinds config/crd/kinds.yaml] [--address 127.0.0.1:9443]
 //	    the same, then apply the ValidatingWebhookConfiguration
 //	    platform-operator-make-run calling https://ADDRESS/validate
 //	localcluster webhook-down  --kubeconfig K
@@ -28,10 +28,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/acme/platform-operator/internal/crdgen"
 	"github.com/acme/platform-operator/internal/localcluster"
 	"github.com/acme/platform-operator/internal/localcluster/hostpath"
 )
@@ -50,6 +52,8 @@ func main() {
 	kubeconfig := fs.String("kubeconfig", "", "provisioner, webhook-up, webhook-down: kubeconfig of the cluster")
 	volumeDir := fs.String("dir", "", "provisioner: directory of the volumes")
 	webhooks := fs.String("webhooks", "config/webhook/manifests.yaml", "webhook-up: file with the ValidatingWebhookConfiguration to register")
+	kinds := fs.String("kinds", "config/crd/kinds.yaml", "webhook-up: kinds file; the CRDs of kinds with a second version get their conversion webhook pointed at --address too")
+	crdDir := fs.String("crds", "config/crd/bases", "webhook-up: directory of the CRD files of --kinds")
 	address := fs.String("address", "127.0.0.1:9443", "webhook-certs, webhook-up: host:port the sidecar's webhook serves on")
 	_ = fs.Parse(os.Args[2:])
 
@@ -86,10 +90,20 @@ func main() {
 			err = fmt.Errorf("--kubeconfig is required")
 			break
 		}
+		var ks []crdgen.Kind
+		if ks, err = crdgen.LoadKinds(*kinds); err != nil {
+			break
+		}
 		var dir string
-		if dir, err = localcluster.RegisterWebhook(ctx, *kubeconfig, *stateDir, *webhooks, *address); err == nil {
-			fmt.Fprintf(os.Stderr, "registered the ValidatingWebhookConfiguration %s: its webhooks call https://%s (CA and serving certificate in %s)\n",
-				localcluster.WebhookConfigurationName, *address, dir)
+		var crds []string
+		for _, k := range ks {
+			if len(k.Versions) > 0 {
+				crds = append(crds, filepath.Join(*crdDir, k.FileName()))
+			}
+		}
+		if dir, err = localcluster.RegisterWebhook(ctx, *kubeconfig, *stateDir, *webhooks, *address, crds); err == nil {
+			fmt.Fprintf(os.Stderr, "registered the ValidatingWebhookConfiguration %s and the conversion webhook of %v: they call https://%s (CA and serving certificate in %s)\n",
+				localcluster.WebhookConfigurationName, crds, *address, dir)
 			fmt.Println(dir)
 		}
 	case "webhook-down":

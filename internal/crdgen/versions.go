@@ -57,6 +57,20 @@ func segments(p string) []string {
 	return segs
 }
 
+// ConvertedCRDs lists, sorted, the CRDs (plural.group) of the kinds that
+// serve further versions: those whose conversion webhook the sidecar
+// serves.
+func ConvertedCRDs(kinds []Kind) []string {
+	var names []string
+	for _, k := range kinds {
+		if len(k.Versions) > 0 {
+			names = append(names, k.CRDName())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // within reports whether path a is b or lies under it.
 func within(a, b string) bool { return a == b || strings.HasPrefix(a, b+".") }
 

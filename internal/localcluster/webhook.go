@@ -9,6 +9,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -22,8 +24,14 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,13 +59,18 @@ const (
 // admission webhook at address (host:port, e.g. 127.0.0.1:9443): it issues
 // the certificates (WebhookCerts) and applies the webhook configuration of
 // the manifests file, rewritten to call https://address (ApplyWebhook). It
-// returns the directory of the serving certificate.
-func RegisterWebhook(ctx context.Context, kubeconfig, stateDir, manifests, address string) (certDir string, err error) {
+// returns the directory of the serving certificate. The conversion webhook
+// of the CRDs in conversionCRDs (files) is pointed at the same address
+// (ApplyConversion).
+func RegisterWebhook(ctx context.Context, kubeconfig, stateDir, manifests, address string, conversionCRDs []string) (certDir string, err error) {
 	certDir, caPEM, err := WebhookCerts(stateDir, address)
 	if err != nil {
 		return "", err
 	}
 	if err := ApplyWebhook(ctx, kubeconfig, manifests, address, caPEM); err != nil {
+		return "", err
+	}
+	if err := ApplyConversion(ctx, kubeconfig, address, caPEM, conversionCRDs); err != nil {
 		return "", err
 	}
 	return certDir, nil
@@ -339,4 +352,58 @@ func webhookConfiguration(data []byte, address string, caPEM []byte) (*admission
 		}
 		return out, nil
 	}
+}
+
+// ApplyConversion makes the cluster of kubeconfig call the sidecar's
+// conversion webhook at address (host:port): it applies each CRD file
+// (config/crd/bases/<crd>.yaml of a kind with a second version) with its
+// conversion clientConfig rewritten to https://address<path> and the CA
+// caPEM, where path is the one the file names (crdgen.ConversionPath).
+// Such a CRD names the webhook Service, which an API server on this
+// machine cannot reach for a sidecar run as a process; without this every
+// read of the kind in a version it is not stored in fails.
+//
+// It applies as kubectl's server-side apply does (field manager
+// "kubectl"), so that the next `kubectl apply --server-side` of config/crd
+// or config/default replaces the URL with the Service again, instead of
+// leaving both (which the API server refuses).
+func ApplyConversion(ctx context.Context, kubeconfig, address string, caPEM []byte, crdFiles []string) error {
+	if _, _, err := net.SplitHostPort(address); err != nil {
+		return fmt.Errorf("webhook address %q: %w", address, err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	api := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for _, file := range crdFiles {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		crd := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		path, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "service", "path")
+		if path == "" {
+			return fmt.Errorf("%s: the CRD's conversion webhook names no Service path", file)
+		}
+		cc := map[string]any{"url": "https://" + address + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
+		if err := unstructured.SetNestedMap(crd.Object, cc, "spec", "conversion", "webhook", "clientConfig"); err != nil {
+			return err
+		}
+		body, err := json.Marshal(crd.Object)
+		if err != nil {
+			return err
+		}
+		if _, err := api.Patch(ctx, crd.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(true)}); err != nil {
+			return fmt.Errorf("pointing the conversion webhook of CRD %s at %s: %w", crd.GetName(), address, err)
+		}
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("load the kinds file %q: %w", o.KindsFile, err)
 	}
-	conversionCRDs := conversion.CRDNames(kinds)
+	conversionCRDs := crdgen.ConvertedCRDs(kinds)
 	var converter http.Handler = &conversion.Webhook{Rules: conversion.New(kinds), Log: mgr.GetLogger().WithName("conversion")}
 	if o.Draining != nil {
 		converter = o.Draining.Handler(converter)

@@ -61,19 +61,6 @@ func New(kinds []crdgen.Kind) *Rules {
 	return r
 }
 
-// CRDNames lists the CRDs whose objects the rules convert (plural.group),
-// sorted: those whose conversion webhook the sidecar serves.
-func CRDNames(kinds []crdgen.Kind) []string {
-	var names []string
-	for _, k := range kinds {
-		if len(k.Versions) > 0 {
-			names = append(names, k.CRDName())
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
 // Empty reports whether no kind has a second version.
 func (r *Rules) Empty() bool { return len(r.kinds) == 0 }
 

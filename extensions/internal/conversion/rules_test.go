@@ -161,7 +161,7 @@ func TestShippedKinds(t *testing.T) {
 
 	kinds, err := crdgen.LoadKinds(file)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(CRDNames(kinds)).To(Equal([]string{"webapps.web.acme.com"}))
+	g.Expect(crdgen.ConvertedCRDs(kinds)).To(Equal([]string{"webapps.web.acme.com"}))
 }
 
 // The sidecar may update the CRDs it injects its CA into, and only those
@@ -184,5 +184,5 @@ func TestShippedRoleGrantsConversionCRDs(t *testing.T) {
 		}
 	}
 	slices.Sort(named)
-	g.Expect(named).To(Equal(CRDNames(kinds)))
+	g.Expect(named).To(Equal(crdgen.ConvertedCRDs(kinds)))
 }
