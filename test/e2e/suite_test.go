@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/acme/platform-operator/internal/crdgen"
 	"github.com/acme/platform-operator/internal/localcluster"
 	"github.com/acme/platform-operator/internal/process"
 	"github.com/acme/platform-operator/test/testkit"
@@ -120,6 +122,42 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: removing the webhook configuration:", err, out)
 		return 1
 	}
+	// A kind with a second version (WebApp v1beta1) is read through the
+	// sidecar's conversion webhook whenever it is asked for in the version
+	// it is not stored in: v1beta1 is the preferred version, so kubectl get
+	// webapps and every unversioned client need it, in every test. Its CRD
+	// calls the sidecar's Service, which the API server cannot reach for a
+	// process on this machine; so, for this suite only, the sidecar serves
+	// its webhook server on loopback with a certificate the suite issues,
+	// and those CRDs call it by URL with that CA (in a cluster the sidecar
+	// is called through its Service and injects its CA itself; test/real,
+	// test/olm). Only the conversion webhook is called: the admission
+	// webhook's configuration is gone (above).
+	webhookAddr, err := process.FreeAddr()
+	if err != nil {
+		panic(err)
+	}
+	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
+	webhookCertDir, caPEM, err := localcluster.WebhookCerts(stateDir, webhookAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the webhook's certificates:", err)
+		return 1
+	}
+	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	var convertedCRDs []string
+	for _, k := range kinds {
+		if len(k.Versions) > 0 {
+			convertedCRDs = append(convertedCRDs, filepath.Join(root, "config", "crd", "bases", k.FileName()))
+		}
+	}
+	if err := localcluster.ApplyConversion(ctx, cluster.Kubeconfig, webhookAddr, caPEM, convertedCRDs); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	if out, err := env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", filepath.Join(root, "config", "crd", "bases")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: waiting for CRDs:", err, out)
 		return 1
@@ -151,7 +189,10 @@ func run(m *testing.M) int {
 	env.extensions = &operatorProcess{
 		name: "extensions", bin: extensionsBin, logPath: filepath.Join(logDir, "extensions.log"),
 		kubeconfig: operatorKubeconfig,
-		fixedArgs:  leaderElection,
+		fixedArgs: append([]string{
+			"--admission-port", webhookPort, "--admission-host", "127.0.0.1",
+			"--admission-certs", "provided", "--admission-cert-dir", webhookCertDir,
+		}, leaderElection...),
 	}
 	for _, p := range []*operatorProcess{env.manager, env.extensions} {
 		if err := p.start(); err != nil {

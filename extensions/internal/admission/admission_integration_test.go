@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -357,6 +358,30 @@ func TestWebhookRefusesAtApply(t *testing.T) {
 		g.Expect(c.Update(ctx, shop)).To(Succeed(), "an edit that keeps its own host passes")
 	})
 
+	t.Run("a v1beta1 WebApp is checked as the v1alpha1 one it is stored as", func(t *testing.T) {
+		g := NewWithT(t)
+		convertWebAppsHere(t, c)
+		other := newNamespace(t, c)
+		heldBy(t, c, other, "mail", "WebApp", ingress("mail", "mail.example.com"))
+		beta := func(name, host string) *unstructured.Unstructured {
+			u := obj(ns, "WebApp", name, spec(t, `{deploymentTier: dev, webAppImage: "app:1", hostname: `+host+`}`))
+			u.SetAPIVersion("web.acme.com/v1beta1")
+			return u
+		}
+		// The API server converts the v1beta1 create to v1alpha1 for the
+		// webhook (matchPolicy Equivalent): the message names the field
+		// as v1alpha1 does.
+		g.Eventually(func(g Gomega) {
+			refused(g, c.Create(ctx, beta("mail", "mail.example.com")),
+				"spec.webAppHostname: Forbidden", "host mail.example.com is served by Ingress "+other+"/mail of WebApp "+other+"/mail already")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		g.Expect(c.Create(ctx, beta("post", "post.example.com"))).To(Succeed())
+		stored := obj(ns, "WebApp", "post", nil)
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(stored), stored)).To(Succeed())
+		g.Expect(stored.Object["spec"]).To(HaveKeyWithValue("webAppHostname", "post.example.com"))
+		g.Expect(stored.Object["spec"]).NotTo(HaveKey("hostname"))
+	})
+
 	g.Expect(ctx.Err()).NotTo(HaveOccurred())
 }
 
@@ -670,4 +695,24 @@ func TestSecretCertificateFollowsCABundle(t *testing.T) {
 	// Without any configuration calling the Service, the newest.
 	g.Expect(c.Delete(ctx, vwc)).To(Succeed())
 	g.Consistently(served).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(Equal(newCrt))
+}
+
+// convertWebAppsHere points the WebApp CRD's conversion webhook at the
+// webhook server of these tests (envtest's address and CA), and waits
+// until the API server converts through it.
+func convertWebAppsHere(t *testing.T, c client.Client) {
+	t.Helper()
+	g := NewWithT(t)
+	url := "https://" + net.JoinHostPort(env.Webhooks.LocalServingHostExternalName, strconv.Itoa(env.Webhooks.LocalServingPort)) + "/convert"
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+		"clientConfig": map[string]any{"service": nil, "url": url, "caBundle": env.Webhooks.LocalServingCAData},
+	}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	crd.SetName("webapps.web.acme.com")
+	g.Expect(c.Patch(t.Context(), crd, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1beta1", Kind: "WebAppList"})
+	g.Eventually(func() error { return c.List(t.Context(), list) }).WithTimeout(10 * time.Second).Should(Succeed())
 }
