@@ -26,6 +26,16 @@
 // message saying the limit and why, instead of accepting an object whose
 // release can never install.
 //
+// # Further versions
+//
+// A kind may serve further versions next to its own (Kind.Versions), each
+// the chart's schema with fields renamed (ServedVersion, Rename). The
+// kind's own version stays the storage version, the one the Helm runtime
+// reads; the CRD converts through the sidecar's webhook
+// (spec.conversion: Webhook, Service ConversionServiceName, path
+// ConversionPath), which applies the same renames from the same kinds
+// file (extensions/internal/conversion).
+//
 // # Files written
 //
 // For each kind: <out>/<group>_<plural>.yaml, starting with the header line

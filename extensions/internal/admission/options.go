@@ -114,7 +114,7 @@ func DefaultOptions() Options {
 // BindFlags registers the webhook's flags on fs, with o's values as defaults.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "admission-port", o.Port,
-		"Port of the validating admission webhook (the shipped manifests use "+strconv.Itoa(DefaultPort)+"); 0 turns it off, for a sidecar run outside the cluster.")
+		"Port of the webhook server, validating admission and CRD conversion (the shipped manifests use "+strconv.Itoa(DefaultPort)+"); 0 turns it off, for a sidecar run outside the cluster.")
 	fs.StringVar(&o.Host, "admission-host", o.Host,
 		"Address the webhook server listens on; empty means every address of the Pod.")
 	fs.StringVar(&o.CertDir, "admission-cert-dir", o.CertDir,

@@ -31,8 +31,9 @@ import (
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
-// SetupWithManager adds the webhook server to mgr, and with CertsSelf the
-// issuing and rotation of its certificate. It needs the indexes of the
+// SetupWithManager adds the webhook server to mgr, serving the validating
+// webhook (Path) and the CRD conversion webhook (conversion.Path), and with
+// CertsSelf the issuing and rotation of its certificate. It needs the indexes of the
 // CronScaler controller (cronscaler.SetupWithManager). Webhooks need no
 // leadership: every replica serves them, and the Pod is ready once its
 // server is.
