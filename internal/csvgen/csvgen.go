@@ -69,8 +69,38 @@ func Owned(crd *apiextensionsv1.CustomResourceDefinition, resources []Resource) 
 			v = &crd.Spec.Versions[i]
 		}
 	}
-	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		return OwnedCRD{}, fmt.Errorf("%s: no storage version with a schema", crd.Name)
+	if v == nil {
+		return OwnedCRD{}, fmt.Errorf("%s: no storage version", crd.Name)
+	}
+	return ownedVersion(crd, v, resources)
+}
+
+// OwnedVersions derives the owned-CRD entries of every version crd
+// serves, the storage version first: a version that names its fields
+// differently (crdgen.ServedVersion) gets descriptors with its own paths.
+func OwnedVersions(crd *apiextensionsv1.CustomResourceDefinition, resources []Resource) ([]OwnedCRD, error) {
+	storage, err := Owned(crd, resources)
+	if err != nil {
+		return nil, err
+	}
+	out := []OwnedCRD{storage}
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Storage || !v.Served {
+			continue
+		}
+		o, err := ownedVersion(crd, v, resources)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func ownedVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, resources []Resource) (OwnedCRD, error) {
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return OwnedCRD{}, fmt.Errorf("%s: version %s has no schema", crd.Name, v.Name)
 	}
 	root := v.Schema.OpenAPIV3Schema
 	o := OwnedCRD{
@@ -263,11 +293,11 @@ func Update(csvData []byte, crds []*apiextensionsv1.CustomResourceDefinition, re
 	}
 	var owned []OwnedCRD
 	for _, crd := range crds {
-		o, err := Owned(crd, resources[crd.Name])
+		o, err := OwnedVersions(crd, resources[crd.Name])
 		if err != nil {
 			return nil, err
 		}
-		owned = append(owned, o)
+		owned = append(owned, o...)
 	}
 	// Round-trip through JSON to store plain maps.
 	raw, err := yaml.Marshal(owned)

@@ -1,6 +1,7 @@
 package csvgen
 
 import (
+	"path/filepath"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -84,4 +85,36 @@ func TestCSVBaseUpToDate(t *testing.T) {
 	if changed {
 		t.Fatal("config/manifests/bases/platform-operator.clusterserviceversion.yaml is stale: run make manifests")
 	}
+}
+
+// Every served version has its owned entry, with descriptors on its own
+// field names: WebApp v1beta1 names webAppHostname hostname.
+func TestOwnedVersions(t *testing.T) {
+	g := NewWithT(t)
+	crds, err := LoadCRDs(filepath.Join("..", "..", "config", "crd", "bases"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var webapps *apiextensionsv1.CustomResourceDefinition
+	for _, c := range crds {
+		if c.Name == "webapps.web.acme.com" {
+			webapps = c
+		}
+	}
+	g.Expect(webapps).NotTo(BeNil())
+	owned, err := OwnedVersions(webapps, []Resource{{Kind: "Deployment", Name: "", Version: "v1"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owned).To(HaveLen(2))
+	paths := func(o OwnedCRD) []string {
+		var p []string
+		for _, d := range o.SpecDescriptors {
+			p = append(p, d.Path)
+		}
+		return p
+	}
+	g.Expect(owned[0].Version).To(Equal("v1alpha1"), "the storage version first")
+	g.Expect(paths(owned[0])).To(ContainElement("webAppHostname"))
+	g.Expect(owned[1].Version).To(Equal("v1beta1"))
+	g.Expect(owned[1].Kind).To(Equal("WebApp"))
+	g.Expect(owned[1].Resources).To(Equal(owned[0].Resources))
+	g.Expect(paths(owned[1])).To(ContainElement("hostname"))
+	g.Expect(paths(owned[1])).NotTo(ContainElement("webAppHostname"))
 }
