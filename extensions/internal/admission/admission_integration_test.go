@@ -704,9 +704,15 @@ func convertWebAppsHere(t *testing.T, c client.Client) {
 	t.Helper()
 	g := NewWithT(t)
 	url := "https://" + net.JoinHostPort(env.Webhooks.LocalServingHostExternalName, strconv.Itoa(env.Webhooks.LocalServingPort)) + "/convert"
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
-		"clientConfig": map[string]any{"service": nil, "url": url, "caBundle": env.Webhooks.LocalServingCAData},
-	}}}})
+	// envtest installs the CRD without its conversion (strategy None, as
+	// for every CRD whose types are not convertible in its scheme).
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"conversionReviewVersions": []string{"v1"},
+			"clientConfig":             map[string]any{"url": url, "caBundle": env.Webhooks.LocalServingCAData},
+		},
+	}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
