@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -474,6 +475,12 @@ func TestSelfIssuedCertificateRotates(t *testing.T) {
 		}
 	})
 
+	// The WebApp CRD converts through this server too; its caBundle is
+	// envtest's CA until the rotator puts in its own. envtest's goes back
+	// for the other tests.
+	convertWebAppsHere(t, c)
+	t.Cleanup(func() { pointWebAppConversion(t, c) })
+
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-server-cert"}}
 	g.Expect(c.Create(ctx, secret)).To(Succeed())
 	o := webhookOptions()
@@ -511,6 +518,23 @@ func TestSelfIssuedCertificateRotates(t *testing.T) {
 	for _, wh := range vwc.Webhooks {
 		g.Expect(wh.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), wh.Name)
 	}
+	// The same CA goes into the conversion caBundle of the WebApp CRD
+	// (the kinds file declares its v1beta1): a WebApp reads as v1beta1
+	// through the server's self-issued certificate.
+	webapp := obj(ns, "WebApp", "conv", spec(t, `{deploymentTier: dev, webAppImage: "app:1", webAppHostname: conv.example.com}`))
+	g.Expect(c.Create(ctx, webapp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "webapps.web.acme.com"}, crd)).To(Succeed())
+		caBundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+		g.Expect(caBundle).To(Equal(base64.StdEncoding.EncodeToString(secret.Data["ca.crt"])))
+		beta := &unstructured.Unstructured{}
+		beta.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1beta1", Kind: "WebApp"})
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(webapp), beta)).To(Succeed())
+		g.Expect(beta.Object["spec"]).To(HaveKeyWithValue("hostname", "conv.example.com"))
+	}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
 	firstCert, err := x509.ParseCertificate(first)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("self-issued certificate served, valid until %s", firstCert.NotAfter.Format(time.TimeOnly))
@@ -698,9 +722,19 @@ func TestSecretCertificateFollowsCABundle(t *testing.T) {
 }
 
 // convertWebAppsHere points the WebApp CRD's conversion webhook at the
-// webhook server of these tests (envtest's address and CA), and waits
-// until the API server converts through it.
+// webhook server of these tests (pointWebAppConversion), and waits until
+// the API server converts through it.
 func convertWebAppsHere(t *testing.T, c client.Client) {
+	t.Helper()
+	pointWebAppConversion(t, c)
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1beta1", Kind: "WebAppList"})
+	NewWithT(t).Eventually(func() error { return c.List(t.Context(), list) }).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// pointWebAppConversion points the WebApp CRD's conversion webhook at the
+// webhook server of these tests, with envtest's address and CA.
+func pointWebAppConversion(t *testing.T, c client.Client) {
 	t.Helper()
 	g := NewWithT(t)
 	url := "https://" + net.JoinHostPort(env.Webhooks.LocalServingHostExternalName, strconv.Itoa(env.Webhooks.LocalServingPort)) + "/convert"
@@ -717,8 +751,6 @@ func convertWebAppsHere(t *testing.T, c client.Client) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	crd.SetName("webapps.web.acme.com")
-	g.Expect(c.Patch(t.Context(), crd, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1beta1", Kind: "WebAppList"})
-	g.Eventually(func() error { return c.List(t.Context(), list) }).WithTimeout(10 * time.Second).Should(Succeed())
+	// Not t.Context(): it also runs in a cleanup, once that is done.
+	g.Expect(c.Patch(context.Background(), crd, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
