@@ -50,15 +50,24 @@ func TestWebAppSecondVersion(t *testing.T) {
 	g.Expect(beta.Object["spec"]).To(Equal(alpha.Object["spec"]))
 
 	t.Log("kubectl get of either version shows the same resource; the plain name is v1beta1")
-	same := func(resource string) string {
+	read := func(g Gomega, resource string) []string {
 		out, err := env.Kubectl("get", resource, "-n", ns, "-o", "jsonpath={.apiVersion} {.metadata.uid} {.metadata.resourceVersion} {.spec.hostname}{.spec.webAppHostname}")
 		g.Expect(err).NotTo(HaveOccurred(), out)
-		return out
+		return strings.Fields(out)
 	}
-	uidRV := string(alpha.GetUID()) + " " + alpha.GetResourceVersion()
-	g.Expect(same("webapp.v1alpha1.web.acme.com/old")).To(Equal("web.acme.com/v1alpha1 " + uidRV + " old.acme.com"))
-	g.Expect(same("webapp.v1beta1.web.acme.com/old")).To(Equal("web.acme.com/v1beta1 " + uidRV + " old.acme.com"))
-	g.Expect(same("webapp/old")).To(HavePrefix("web.acme.com/v1beta1 "))
+	// The runtime may write the status between two reads: read until two
+	// in a row agree.
+	g.Eventually(func(g Gomega) {
+		a := read(g, "webapp.v1alpha1.web.acme.com/old")
+		b := read(g, "webapp.v1beta1.web.acme.com/old")
+		g.Expect(a).To(HaveLen(4))
+		g.Expect(a[0]).To(Equal("web.acme.com/v1alpha1"))
+		g.Expect(b[0]).To(Equal("web.acme.com/v1beta1"))
+		g.Expect(a[1]).To(Equal(string(alpha.GetUID())))
+		g.Expect(b[1:]).To(Equal(a[1:]), "same uid, resourceVersion and host")
+		g.Expect(a[3]).To(Equal("old.acme.com"))
+	}).WithTimeout(20 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	g.Expect(read(g, "webapp/old")[0]).To(Equal("web.acme.com/v1beta1"))
 	out, err := env.Kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`old\s+dev\s+registry.acme.com/app/app:v1.4\s+old.acme.com\s+2\s+`), "the Hostname column reads spec.hostname")
