@@ -92,7 +92,13 @@ func TestRefusedAtApplyThroughMakeRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 
-	// make run runs its own manager and sidecar.
+	// make run runs its own manager and sidecar, and points the WebApp
+	// CRD's conversion at its own sidecar: the suite's comes back after.
+	defer func() {
+		if err := useSuiteConversionWebhook(); err != nil {
+			t.Errorf("pointing the conversion webhook at the suite's sidecar again: %v", err)
+		}
+	}()
 	for _, p := range []*operatorProcess{env.manager, env.extensions} {
 		g.Expect(p.stop()).To(Succeed())
 		defer func() {

@@ -47,6 +47,24 @@ var env struct {
 	// cluster is the local control plane; reliability tests stop and
 	// start its processes.
 	cluster *localcluster.Cluster
+	// conversion is how the API server reaches the suite's sidecar for
+	// CRD conversions (see run).
+	conversion conversionWebhook
+}
+
+// conversionWebhook is the sidecar's webhook server as the suite runs it,
+// on loopback, and the CRDs that convert through it.
+type conversionWebhook struct {
+	address  string
+	caPEM    []byte
+	crdFiles []string
+}
+
+// useSuiteConversionWebhook points the converted CRDs at the suite's
+// sidecar again, after a test pointed them elsewhere (make run does).
+func useSuiteConversionWebhook() error {
+	c := env.conversion
+	return localcluster.ApplyConversion(context.Background(), env.cluster.Kubeconfig, c.address, c.caPEM, c.crdFiles)
 }
 
 func TestMain(m *testing.M) {
@@ -154,7 +172,8 @@ func run(m *testing.M) int {
 			convertedCRDs = append(convertedCRDs, filepath.Join(root, "config", "crd", "bases", k.FileName()))
 		}
 	}
-	if err := localcluster.ApplyConversion(ctx, cluster.Kubeconfig, webhookAddr, caPEM, convertedCRDs); err != nil {
+	env.conversion = conversionWebhook{address: webhookAddr, caPEM: caPEM, crdFiles: convertedCRDs}
+	if err := useSuiteConversionWebhook(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
