@@ -11,32 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/test/testkit"
 )
-
-// CopyRepo copies what kindgen reads and writes (config/, helm-charts/,
-// watches.yaml, PROJECT) from the repository at src into dst.
-func CopyRepo(t *testing.T, src, dst string) {
-	t.Helper()
-	for _, name := range []string{"config", "helm-charts", "watches.yaml", "PROJECT"} {
-		err := filepath.WalkDir(filepath.Join(src, name), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(src, p)
-			if d.IsDir() {
-				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func snapshot(t *testing.T, root string) map[string][]byte {
 	t.Helper()
@@ -73,7 +49,7 @@ func changed(before, after map[string][]byte) []string {
 
 func TestRunOnHelmCreateStarter(t *testing.T) {
 	root := t.TempDir()
-	CopyRepo(t, filepath.Join("..", ".."), root)
+	testkit.CopyTree(t, filepath.Join("..", ".."), root, testkit.KindgenFiles...)
 	if _, err := chartutil.Create("podinfo", filepath.Join(root, "helm-charts")); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +141,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 
 func TestRunRefusesBadInput(t *testing.T) {
 	root := t.TempDir()
-	CopyRepo(t, filepath.Join("..", ".."), root)
+	testkit.CopyTree(t, filepath.Join("..", ".."), root, testkit.KindgenFiles...)
 	for _, tc := range []struct {
 		name string
 		o    Options
