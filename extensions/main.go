@@ -54,6 +54,7 @@ func main() {
 			"the API server moves to another replica meanwhile (config/manager sets 5s). 0 stops at once.")
 
 	log := managersetup.ParseFlags()
+	managersetup.SetMemoryLimitFromEnv(log)
 	if *shutdownDelay < 0 {
 		log.Error(errors.New("--shutdown-delay is negative"), "Invalid options")
 		os.Exit(2)

@@ -3,14 +3,22 @@
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen) and the CSV descriptors.
+manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen), the runtime's derived RBAC rules (rbacgen) and the CSV descriptors.
 	$(CONTROLLER_GEN) object paths=./extensions/api/... crd:crdVersions=v1 output:crd:artifacts:config=config/crd/bases
 	go run ./cmd/crdgen --kinds config/crd/kinds.yaml --out config/crd/bases
+	go run ./cmd/rbacgen
 	go run ./cmd/csvgen
 
+.PHONY: kind
+kind: ## Make a chart in helm-charts/ an API: CHART=helm-charts/x GROUP=x.acme.com KIND=X [VERSION=v1alpha1] [SCOPE=Cluster] (docs/adding-a-kind.md).
+	@test -n "$(CHART)" -a -n "$(GROUP)" -a -n "$(KIND)" || { echo "usage: make kind CHART=helm-charts/<chart> GROUP=<group> KIND=<Kind> [VERSION=v1alpha1] [SCOPE=Cluster]"; exit 2; }
+	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(or $(VERSION),v1alpha1)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped)
+
 .PHONY: verify-manifests
-verify-manifests: controller-gen ## Fail when controller-gen's or crdgen's committed output is stale.
+verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacgen's or csvgen's committed output is stale.
 	go run ./cmd/crdgen --check
+	go run ./cmd/rbacgen --check
+	go run ./cmd/csvgen --check
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./extensions/api/... output:crd:dir=$$tmp; \
 	for f in $$tmp/*.yaml; do \
@@ -34,8 +42,12 @@ lint: golangci-lint ## Lint the Go code with golangci-lint (.golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: lint-charts
-lint-charts: helm ## helm lint --strict every chart (with its ci/lint-values.yaml if any).
-	@for c in helm-charts/*/; do \
-		if [ -f $$c/ci/lint-values.yaml ]; then $(HELM) lint --strict $$c -f $$c/ci/lint-values.yaml; \
-		else $(HELM) lint --strict $$c; fi; \
+lint-charts: helm ## helm lint --strict every chart: once with ci/lint-values.yaml (or none), then with each other ci/ values file over it.
+	@set -e; for c in helm-charts/*/; do \
+		base=""; if [ -f $$c/ci/lint-values.yaml ]; then base="-f $$c/ci/lint-values.yaml"; fi; \
+		$(HELM) lint --strict $$c $$base; \
+		for f in $$c/ci/*.yaml; do \
+			[ -e "$$f" ] && [ "$$(basename $$f)" != lint-values.yaml ] || continue; \
+			echo "==> $$c with $$f"; $(HELM) lint --strict $$c $$base -f $$f; \
+		done; \
 	done

@@ -20,6 +20,7 @@ func main() {
 	sdkFlags := opts.BindOperatorSDKFlags(pflag.CommandLine)
 
 	log := managersetup.ParseFlags()
+	managersetup.SetMemoryLimitFromEnv(log)
 
 	if err := sdkFlags.Apply(pflag.CommandLine, os.LookupEnv, log); err != nil {
 		log.Error(err, "Invalid options")

@@ -244,6 +244,7 @@ type operatorProcess struct {
 	fixedArgs          []string // flags the suite sets
 	args               []string // extra flags a test may set between stop and start
 	env                []string // extra environment a test may set between stop and start
+	dir                string   // working directory; the repository root when empty
 	proc               *process.Process
 }
 
@@ -264,6 +265,9 @@ func (p *operatorProcess) start() error {
 	}, p.fixedArgs...)
 	cmd := exec.Command(p.bin, append(args, p.args...)...)
 	cmd.Dir = env.Root
+	if p.dir != "" {
+		cmd.Dir = p.dir
+	}
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
 	cmd.Env = append(cmd.Env, p.env...)
 	p.proc, err = process.Start(p.name, cmd, metricsAddr, p.logPath, 60*time.Second)
@@ -292,6 +296,11 @@ func (p *operatorProcess) metric(name string, labels ...string) (float64, error)
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount with a token from the TokenRequest API.
 func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
+	return serviceAccountKubeconfigFile(namespace, name, filepath.Join(dir, "operator.kubeconfig"))
+}
+
+// serviceAccountKubeconfigFile is serviceAccountKubeconfig writing to path.
+func serviceAccountKubeconfigFile(namespace, name, path string) (string, error) {
 	cmd := exec.Command(env.KubectlPath, "create", "token", name, "-n", namespace, "--duration=24h")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
 	token, err := cmd.Output()
@@ -305,7 +314,6 @@ func serviceAccountKubeconfig(namespace, name, dir string) (string, error) {
 	for _, ai := range cfg.AuthInfos {
 		ai.Token = strings.TrimSpace(string(token))
 	}
-	path := filepath.Join(dir, "operator.kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 

@@ -1,0 +1,126 @@
+package rbacgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A chart that renders a ConfigMap, a Job as a pre-install hook and a Pod
+// as a test hook, and a RoleBinding to the view ClusterRole only when a ci/
+// values file turns it on.
+func TestSectionDerivesFromRendersAndHooks(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"config/crd/kinds.yaml": `- chart: charts/demo
+  group: demo.example.com
+  version: v1alpha1
+  kind: Demo
+  plural: demos
+  scope: Namespaced
+  description: A demo.
+  nameLimit: {maxLength: 53, dns1035Label: false, reason: Helm}
+`,
+		"config/samples/demo.yaml":           "apiVersion: demo.example.com/v1alpha1\nkind: Demo\nmetadata: {name: d}\nspec: {}\n",
+		"charts/demo/Chart.yaml":             "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+		"charts/demo/values.yaml":            "viewers: false\n",
+		"charts/demo/ci/viewers-values.yaml": "viewers: true\n",
+		"charts/demo/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n",
+		"charts/demo/templates/hook.yaml": `apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: {helm.sh/hook: pre-install}}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: m}]}}}
+`,
+		"charts/demo/templates/tests/t.yaml": `apiVersion: v1
+kind: Pod
+metadata: {name: t, annotations: {helm.sh/hook: test}}
+spec: {containers: [{name: t, image: t}]}
+`,
+		"charts/demo/templates/rb.yaml": `{{- if .Values.viewers }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: viewers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
+{{- end }}
+`,
+	})
+	got, err := Section(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"- apiGroups: [demo.example.com]\n  resources: [demos]\n  verbs: [get, list, watch, update, patch]\n",
+		"  resources: [demos/status]\n  verbs: [get, update, patch]\n",
+		"  resources: [demos/finalizers]\n  verbs: [update]\n",
+		"- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		"- apiGroups: [batch]\n  resources: [jobs]\n",
+		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n",
+		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [view]\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("section lacks\n%s\ngot:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "pods") {
+		t.Errorf("a test hook's Pod got a rule:\n%s", got)
+	}
+	if !strings.HasPrefix(got, Begin+"\n") || !strings.HasSuffix(got, End+"\n") {
+		t.Errorf("section is not between the markers:\n%s", got)
+	}
+}
+
+func TestSectionNeedsASample(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"config/crd/kinds.yaml":   "- {chart: charts/demo, group: d.example.com, version: v1, kind: Demo, plural: demos, scope: Namespaced, description: d, nameLimit: {maxLength: 53, dns1035Label: false, reason: r}}\n",
+		"config/samples/.keep":    "",
+		"charts/demo/Chart.yaml":  "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+		"charts/demo/values.yaml": "{}\n",
+	})
+	_, err := Section(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	if err == nil || !strings.Contains(err.Error(), "no sample of Demo") {
+		t.Fatalf("got %v, want an error about the missing sample", err)
+	}
+}
+
+func TestSplice(t *testing.T) {
+	section := Begin + "\n- rule: new\n" + End + "\n"
+	for _, tc := range []struct{ name, role, want, err string }{
+		{"replaces between the markers", "rules:\n- hand\n" + Begin + "\n- old\n" + End + "\n# after\n",
+			"rules:\n- hand\n" + section + "# after\n", ""},
+		{"appends when there are none", "rules:\n- hand\n\n", "rules:\n- hand\n" + section, ""},
+		{"refuses a lone END", "rules:\n" + End + "\n", "", "must start with"},
+		{"refuses two BEGINs", Begin + "\n" + Begin + "\n" + End + "\n", "", "two"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Splice([]byte(tc.role), section)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want an error containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
