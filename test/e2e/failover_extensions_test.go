@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/acme/platform-operator/internal/process"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
@@ -25,11 +28,24 @@ const extensionsLease = "platform-operator-extensions.acme.com"
 // test stopped or killed it.
 func startExtensionsReplica(t *testing.T, name string, args ...string) *operatorProcess {
 	t.Helper()
+	// Each replica serves its webhook on a port of its own: on one machine
+	// a second replica could not bind the suite sidecar's port, and would
+	// exit instead of standing by. (The CRDs' conversions keep calling the
+	// suite's port, which no test of several replicas reads through.)
+	fixed := slices.Clone(env.extensions.fixedArgs)
+	if i := slices.Index(fixed, "--admission-port"); i >= 0 {
+		addr, err := process.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		fixed[i+1] = port
+	}
 	p := &operatorProcess{
 		name: "extensions-" + name, bin: env.extensions.bin,
 		logPath:    filepath.Join(filepath.Dir(env.extensions.logPath), fmt.Sprintf("%s-extensions-%s.log", strings.ReplaceAll(t.Name(), "/", "-"), name)),
 		kubeconfig: env.extensions.kubeconfig,
-		fixedArgs:  env.extensions.fixedArgs,
+		fixedArgs:  fixed,
 		args:       args,
 	}
 	if err := p.start(); err != nil {
