@@ -28,6 +28,7 @@ import (
 	"github.com/acme/platform-operator/internal/csvgen"
 	"github.com/acme/platform-operator/internal/rbacgen"
 	"github.com/acme/platform-operator/internal/schemainfer"
+	"github.com/acme/platform-operator/internal/textwrap"
 )
 
 // Options name the chart and the kind it becomes.
@@ -313,15 +314,7 @@ func nameLimitBlock(l crdgen.NameLimit) string {
 	var b strings.Builder
 	b.WriteString(nameLimitComment + "\n")
 	fmt.Fprintf(&b, "  nameLimit:\n    maxLength: %d\n    dns1035Label: %v\n    reason: >-\n", l.MaxLength, *l.DNS1035Label)
-	line := "     "
-	for _, w := range strings.Fields(l.Reason) {
-		if len(line)+1+len(w) > 78 && line != "     " {
-			b.WriteString(line + "\n")
-			line = "     "
-		}
-		line += " " + w
-	}
-	b.WriteString(line + "\n")
+	b.WriteString(textwrap.Fill("     ", l.Reason, 78))
 	return b.String()
 }
 
@@ -341,15 +334,7 @@ func (g *gen) kindEntry(chartDescription, nameLimit string) string {
 	fmt.Fprintf(&b, "- chart: %s\n  group: %s\n  version: %s\n  kind: %s\n  plural: %s\n  singular: %s\n  scope: %s\n",
 		g.Chart, g.Group, g.Version, g.Kind, g.Plural, g.lower(), scope)
 	b.WriteString("  description: >-\n")
-	line := "   "
-	for _, w := range strings.Fields(description) {
-		if len(line)+1+len(w) > 78 && line != "   " {
-			b.WriteString(line + "\n")
-			line = "   "
-		}
-		line += " " + w
-	}
-	b.WriteString(line + "\n")
+	b.WriteString(textwrap.Fill("   ", description, 78))
 	b.WriteString(`  printerColumns:
   - name: Ready
     type: string

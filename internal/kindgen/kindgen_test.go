@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,8 +70,8 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
 	}
 	got := changed(before, after)
-	if strings.Join(sorted(got), "\n") != strings.Join(sorted(want), "\n") {
-		t.Errorf("changed files:\n%s\nwant:\n%s", strings.Join(sorted(got), "\n"), strings.Join(sorted(want), "\n"))
+	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
+		t.Errorf("changed files:\n%s\nwant:\n%s", strings.Join(slices.Sorted(slices.Values(got)), "\n"), strings.Join(slices.Sorted(slices.Values(want)), "\n"))
 	}
 
 	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
@@ -128,8 +129,8 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/samples/demo_v1alpha1_podinfo.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
 	}
-	if strings.Join(sorted(got), "\n") != strings.Join(sorted(want), "\n") {
-		t.Errorf("after a chart change, changed files:\n%s\nwant:\n%s", strings.Join(sorted(got), "\n"), strings.Join(sorted(want), "\n"))
+	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
+		t.Errorf("after a chart change, changed files:\n%s\nwant:\n%s", strings.Join(slices.Sorted(slices.Values(got)), "\n"), strings.Join(slices.Sorted(slices.Values(want)), "\n"))
 	}
 	if !bytes.Contains(final["config/crd/kinds.yaml"], []byte("Podinfo, as we say,")) {
 		t.Errorf("the hand-edited description was lost")
@@ -160,16 +161,4 @@ func TestRunRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sorted(s []string) []string {
-	out := append([]string{}, s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/chartsamples"
 	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/textwrap"
 )
 
 // The marker lines around the generated rules in the role file.
@@ -209,15 +210,7 @@ func writeRule(b *strings.Builder, group string, resources, verbs, names []strin
 
 // writeComment wraps text into comment lines of at most 78 characters.
 func writeComment(b *strings.Builder, text string) {
-	line := "#"
-	for _, w := range strings.Fields(text) {
-		if len(line)+1+len(w) > 78 && line != "#" {
-			b.WriteString(line + "\n")
-			line = "#"
-		}
-		line += " " + w
-	}
-	b.WriteString(line + "\n")
+	b.WriteString(textwrap.Fill("#", text, 78))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
