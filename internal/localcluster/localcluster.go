@@ -95,6 +95,26 @@ type Cluster struct {
 // Stop stops every process of the cluster and removes its state.
 func (c *Cluster) Stop() error { return Down(c.stateDir) }
 
+// LogTail returns the last n lines of the log of the cluster's process
+// name ("kube-apiserver", "kube-proxy", "kube-router", "kubelet", ...), for
+// a report of what went wrong.
+func (c *Cluster) LogTail(name string, n int) string {
+	return logTail(procs{stateDir: c.stateDir}.logPath(name), n)
+}
+
+// logTail returns the last n lines of the file at path, or why it cannot.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Up starts a cluster in cfg.StateDir, or returns the one already running
 // there when it answers. Leftovers of a cluster that no longer answers are
 // cleaned up first. The processes keep running after Up returns, in process

@@ -219,24 +219,22 @@ func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) 
 		return err
 	}
 
-	fmt.Fprintln(logw, "starting the kubelet and kube-proxy")
+	fmt.Fprintln(logw, "starting the kubelet")
 	if err := startKubelet(p, kubeconfig, st.ContainerdSocket, np); err != nil {
 		return err
 	}
-	if err := p.start("kube-proxy",
-		"--kubeconfig="+kubeconfig,
-		"--hostname-override="+NodeName,
-		"--proxy-mode=iptables",
-		"--cluster-cidr="+podCIDR,
-		"--bind-address="+NodeIP,
-		"--nodeport-addresses="+NodeIP+"/32",
-		"--healthz-bind-address=127.0.0.1:"+strconv.Itoa(np.proxyHealthz),
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(np.proxyMetrics),
-		"--conntrack-max-per-core=0",
-		"--conntrack-tcp-timeout-established=0",
-		"--conntrack-tcp-timeout-close-wait=0",
-		"--iptables-localhost-nodeports=false",
-	); err != nil {
+	// kube-router before kube-proxy: kube-router writes the filter table
+	// by saving it, changing the copy and restoring it whole, so a chain
+	// kube-proxy creates in between is lost. kube-proxy's first sync then
+	// fails ("Chain 'KUBE-SERVICES' does not exist") and it does not retry
+	// on its own for minutes, leaving no Service reachable from the Pods.
+	// Started after kube-router's first sync, its own first sync stands.
+	fmt.Fprintln(logw, "starting kube-router's network policy controller")
+	if err := startPolicyController(ctx, p, kubeconfig); err != nil {
+		return err
+	}
+	fmt.Fprintln(logw, "starting kube-proxy")
+	if err := startProxy(ctx, p, kubeconfig, np); err != nil {
 		return err
 	}
 
@@ -264,14 +262,45 @@ func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) 
 	if err := p.start("coredns", "-conf", corefile); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 60*time.Second, func() error {
+	return waitFor(ctx, 60*time.Second, func() error {
 		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", np.dnsReady))
-	}); err != nil {
+	})
+}
+
+// startProxy runs kube-proxy and waits until its rules send the
+// kubernetes Service's address to the API server: the first thing every
+// Pod that talks to the API server needs.
+func startProxy(ctx context.Context, p procs, kubeconfig string, np nodePorts) error {
+	if err := p.start("kube-proxy",
+		"--kubeconfig="+kubeconfig,
+		"--hostname-override="+NodeName,
+		"--proxy-mode=iptables",
+		"--cluster-cidr="+podCIDR,
+		"--bind-address="+NodeIP,
+		"--nodeport-addresses="+NodeIP+"/32",
+		"--healthz-bind-address=127.0.0.1:"+strconv.Itoa(np.proxyHealthz),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(np.proxyMetrics),
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+		"--iptables-localhost-nodeports=false",
+	); err != nil {
 		return err
 	}
-
-	fmt.Fprintln(logw, "starting kube-router's network policy controller")
-	return startPolicyController(ctx, p, kubeconfig)
+	err := waitFor(ctx, 60*time.Second, func() error {
+		out, err := exec.CommandContext(ctx, "iptables", "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+		}
+		if !bytes.Contains(out, []byte("-d "+serviceIP+"/32")) {
+			return fmt.Errorf("no rule for %s in KUBE-SERVICES yet", serviceIP)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-proxy has not written the kubernetes Service's rules: %w\n%s", err, logTail(p.logPath("kube-proxy"), 20))
+	}
+	return nil
 }
 
 // startPolicyController runs kube-router as the node's NetworkPolicy

@@ -52,13 +52,25 @@ func Main(m *testing.M, suite, gate, target string, setup func(c *Cluster) error
 	fmt.Fprintf(os.Stderr, "%s: cluster with a real node up in %s\n", suite, time.Since(start).Round(time.Millisecond))
 	if err := setup(c); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
+		c.printNodeLogs()
 		return 1
 	}
 	code := m.Run()
-	if code != 0 && onFailure != nil {
-		onFailure()
+	if code != 0 {
+		if onFailure != nil {
+			onFailure()
+		}
+		c.printNodeLogs()
 	}
 	return code
+}
+
+// printNodeLogs prints the end of the logs of the node's network
+// processes: what a Pod that cannot reach a Service needs explained.
+func (c *Cluster) printNodeLogs() {
+	for _, name := range []string{"kube-proxy", "kube-router", "kubelet"} {
+		fmt.Fprintf(os.Stderr, "--- end of the log of %s\n%s\n", name, c.lc.LogTail(name, 30))
+	}
 }
 
 // WebAppManifest is a dev-tier WebApp of the stand-in app with its
