@@ -39,6 +39,8 @@ var suite struct {
 	cfg     *rest.Config
 	k8s     client.Client
 	logFile string
+	// requests holds what the runtime sent, by namespace.
+	requests requestLog
 
 	runMu   sync.Mutex
 	runDone bool
@@ -119,7 +121,9 @@ func startRuntime(cfg *rest.Config) (stop func() error, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := Run(ctx, cfg, opts)
+		runtimeCfg := rest.CopyConfig(cfg)
+		runtimeCfg.Wrap(suite.requests.wrap)
+		err := Run(ctx, runtimeCfg, opts)
 		suite.runMu.Lock()
 		suite.runDone, suite.runErr = true, err
 		suite.runMu.Unlock()

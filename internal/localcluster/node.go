@@ -177,8 +177,9 @@ type nodePorts struct {
 	kubelet, kubeletHealthz, proxyHealthz, proxyMetrics, dnsReady, dnsHealth int
 }
 
-// startNode starts the registry, containerd, the kubelet, kube-proxy and
-// CoreDNS. The network is set up and the API server runs.
+// startNode starts the registry, containerd, the kubelet, kube-router,
+// kube-proxy and CoreDNS, in that order. The network is set up and the API
+// server runs.
 func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) error {
 	ports, err := freePorts(6)
 	if err != nil {
