@@ -7,7 +7,8 @@
 //     client (package helmstorage).
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
-//     (interruptible.go).
+//     (interruptible.go), and its updates of a release's objects recorded
+//     for the kind's watches (ownwrites.go).
 //   - Capabilities: one view of the API server's version and APIs, shared
 //     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
 //   - Validation of rendered manifests: left to the API server
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/helmstorage"
+	"github.com/acme/platform-operator/internal/ownwrites"
 )
 
 // Config is what the builder needs of one kind.
@@ -44,6 +46,9 @@ type Config struct {
 	Capabilities *Capabilities
 	// HookTimeout bounds Helm's waits that have no timeout of their own.
 	HookTimeout time.Duration
+	// OwnWrites, when set, has the objects the kind's upgrades and
+	// rollbacks write registered with it (recordingKubeClient).
+	OwnWrites *ownwrites.Registry
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -127,7 +132,7 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if cfg.Capabilities, err = b.c.Capabilities.Get(dc); err != nil {
 		return nil, fmt.Errorf("get the API server's capabilities: %w", err)
 	}
-	cfg.KubeClient = interruptible(ctx, cfg.KubeClient, b.c.HookTimeout)
+	cfg.KubeClient = recordWrites(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites)
 	return cfg, nil
 }
 

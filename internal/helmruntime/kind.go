@@ -17,6 +17,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/helmconfig"
+	"github.com/acme/platform-operator/internal/ownwrites"
 	"github.com/acme/platform-operator/internal/release"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
@@ -61,9 +62,12 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	}
 	rt.readyStates.track(rw.GVK.Kind, k.ready)
 	caps := helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge)
+	// The upgrades' writes of the kind's objects, which its watches do not
+	// reconcile again for (primaryevents.go).
+	ownWrites := &ownwrites.Registry{}
 	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
-		Capabilities: caps, HookTimeout: rt.hookTimeout,
+		Capabilities: caps, HookTimeout: rt.hookTimeout, OwnWrites: ownWrites,
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -94,7 +98,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	}
 	// The library's own watch of the kind skips updates that ask for no
 	// work (primaryevents.go).
-	if err := r.SetupWithManager(withPrimaryEventFilter(mgr, rw.GVK)); err != nil {
+	if err := r.SetupWithManager(withPrimaryEventFilter(mgr, rw.GVK, ownWrites)); err != nil {
 		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
 	}
 	k.logConfigured()

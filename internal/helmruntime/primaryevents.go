@@ -12,6 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/ownwrites"
 )
 
 // The library reconciles a custom resource on every update the watch of
@@ -34,7 +36,14 @@ import (
 //     creation, and an update that moves its status label (pending to
 //     deployed or failed, deployed to superseded). Helm writes records so
 //     only in the actions the reconciles run. Any other edit of a record,
-//     its deletion, and every event of other Secrets pass.
+//     its deletion, and every event of other Secrets pass;
+//   - of every other kind (the release's objects, which the library's
+//     dependent watches follow): an update that reports a write of the
+//     kind's own upgrade or rollback does not pass (package ownwrites).
+//     Helm patches the objects whose rendering changed, and each patch
+//     came back as a reconcile that read the resource, the release and
+//     every object of it to find nothing to repair. An update of a
+//     Secret the chart renders is judged the same way.
 //
 // Every other watch, the runtime's own included, sees the manager's cache
 // as it is.
@@ -94,8 +103,8 @@ type primaryEventsManager struct {
 	cache cache.Cache
 }
 
-func withPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind) ctrl.Manager {
-	return &primaryEventsManager{Manager: mgr, cache: &primaryEventsCache{Cache: mgr.GetCache(), gvk: gvk}}
+func withPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind, ownWrites *ownwrites.Registry) ctrl.Manager {
+	return &primaryEventsManager{Manager: mgr, cache: &primaryEventsCache{Cache: mgr.GetCache(), gvk: gvk, ownWrites: ownWrites}}
 }
 
 func (m *primaryEventsManager) GetCache() cache.Cache { return m.cache }
@@ -104,7 +113,8 @@ func (m *primaryEventsManager) GetCache() cache.Cache { return m.cache }
 // and of Secrets filter events.
 type primaryEventsCache struct {
 	cache.Cache
-	gvk schema.GroupVersionKind
+	gvk       schema.GroupVersionKind
+	ownWrites *ownwrites.Registry
 }
 
 var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
@@ -125,10 +135,12 @@ func (c *primaryEventsCache) GetInformer(ctx context.Context, obj client.Object,
 		}}, nil
 	case secretGVK:
 		return &filteringInformer{Informer: i, wrap: func(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
-			return releaseWriteHandler{h}
+			return releaseWriteHandler{ownWriteHandler{h, c.ownWrites, gvk.GroupKind()}}
 		}}, nil
 	}
-	return i, nil
+	return &filteringInformer{Informer: i, wrap: func(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+		return ownWriteHandler{h, c.ownWrites, gvk.GroupKind()}
+	}}, nil
 }
 
 // filteringInformer wraps each event handler added to it.
@@ -184,6 +196,29 @@ func (h releaseWriteHandler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	h.ResourceEventHandler.OnUpdate(oldObj, newObj)
+}
+
+// ownWriteHandler passes an update of an object of kind gk unless it
+// reports a write the kind's own actions recorded; one that comes while
+// the object is being written waits for the write to end.
+type ownWriteHandler struct {
+	toolscache.ResourceEventHandler
+	writes *ownwrites.Registry
+	gk     schema.GroupKind
+}
+
+func (h ownWriteHandler) OnUpdate(oldObj, newObj any) {
+	n, ok := newObj.(client.Object)
+	if !ok {
+		h.ResourceEventHandler.OnUpdate(oldObj, newObj)
+		return
+	}
+	if o, ok := oldObj.(client.Object); ok && o.GetResourceVersion() == n.GetResourceVersion() {
+		h.ResourceEventHandler.OnUpdate(oldObj, newObj) // a resync
+		return
+	}
+	key := ownwrites.Key{GroupKind: h.gk, Namespace: n.GetNamespace(), Name: n.GetName()}
+	h.writes.Check(key, n.GetResourceVersion(), func() { h.ResourceEventHandler.OnUpdate(oldObj, newObj) })
 }
 
 // isReleaseRecord tells a Helm release record by its metadata, which the

@@ -12,6 +12,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/ownwrites"
 )
 
 func TestSpecChangeHandlerPassesOnlyUpdatesThatAskForWork(t *testing.T) {
@@ -141,7 +143,7 @@ func TestReleaseWriteHandlerDropsOnlyHelmsWritesOfReleaseRecords(t *testing.T) {
 	g.Expect(*rec).To(Equal(recordingHandler{adds: 1, updates: 2, deletes: 1}))
 }
 
-func TestPrimaryEventsCacheFiltersTheLibrarysWatchesOnly(t *testing.T) {
+func TestPrimaryEventsCacheFiltersEveryWatchOfTheLibrary(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := &primaryEventsCache{Cache: &informertest.FakeInformers{}, gvk: nginxGVK}
@@ -150,19 +152,63 @@ func TestPrimaryEventsCacheFiltersTheLibrarysWatchesOnly(t *testing.T) {
 		u.SetGroupVersionKind(gvk)
 		return u
 	}
-	for _, tt := range []struct {
-		obj      client.Object
-		filtered bool
-	}{
-		{kindOf(nginxGVK), true},
-		{&corev1.Secret{}, true},
-		{kindOf(secretGVK), true},
-		{kindOf(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}), false},
-		{&corev1.ConfigMap{}, false},
+	for _, obj := range []client.Object{
+		kindOf(nginxGVK),
+		&corev1.Secret{},
+		kindOf(secretGVK),
+		kindOf(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}),
+		&corev1.ConfigMap{},
 	} {
-		i, err := c.GetInformer(ctx, tt.obj)
+		i, err := c.GetInformer(ctx, obj)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, filtered := i.(*filteringInformer)
-		g.Expect(filtered).To(Equal(tt.filtered), "%T %s", tt.obj, tt.obj.GetObjectKind().GroupVersionKind())
+		g.Expect(filtered).To(BeTrue(), "%T %s", obj, obj.GetObjectKind().GroupVersionKind())
 	}
+}
+
+func TestOwnWriteHandlerDropsTheKindsOwnWrites(t *testing.T) {
+	g := NewWithT(t)
+	writes := &ownwrites.Registry{}
+	rec := &recordingHandler{}
+	deployments := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	h := ownWriteHandler{rec, writes, deployments}
+	at := func(version string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(deployments.WithVersion("v1"))
+		u.SetNamespace("shop")
+		u.SetName("web")
+		u.SetResourceVersion(version)
+		return u
+	}
+	key := ownwrites.Key{GroupKind: deployments, Namespace: "shop", Name: "web"}
+
+	t.Log("an event that comes after the write was recorded")
+	end := writes.Begin([]ownwrites.Key{key})
+	end(map[ownwrites.Key]string{key: "2"})
+	h.OnUpdate(at("1"), at("2"))
+	g.Expect(*rec).To(Equal(recordingHandler{}))
+
+	t.Log("one that comes while the object is being written waits, then is dropped")
+	end = writes.Begin([]ownwrites.Key{key})
+	h.OnUpdate(at("2"), at("3"))
+	g.Expect(*rec).To(Equal(recordingHandler{}))
+	end(map[ownwrites.Key]string{key: "3"})
+	g.Expect(*rec).To(Equal(recordingHandler{}))
+
+	t.Log("an edit by someone else passes, also when it comes during a write")
+	h.OnUpdate(at("3"), at("4"))
+	g.Expect(*rec).To(Equal(recordingHandler{updates: 1}))
+	end = writes.Begin([]ownwrites.Key{key})
+	h.OnUpdate(at("4"), at("5"))
+	g.Expect(*rec).To(Equal(recordingHandler{updates: 1}))
+	end(map[ownwrites.Key]string{key: "6"})
+	g.Expect(*rec).To(Equal(recordingHandler{updates: 2}))
+
+	t.Log("resyncs, and objects of other kinds, pass")
+	h.OnUpdate(at("6"), at("6"))
+	other := ownWriteHandler{rec, writes, schema.GroupKind{Kind: "ConfigMap"}}
+	end = writes.Begin([]ownwrites.Key{key})
+	end(map[ownwrites.Key]string{key: "7"})
+	other.OnUpdate(at("6"), at("7"))
+	g.Expect(*rec).To(Equal(recordingHandler{updates: 4}))
 }
