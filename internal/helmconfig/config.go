@@ -7,8 +7,9 @@
 //     client (package helmstorage).
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
-//     (interruptible.go), and its updates of a release's objects recorded
-//     for the kind's watches (ownwrites.go).
+//     (interruptible.go); its updates of a release's objects read each
+//     object once (updatereads.go) and are recorded for the kind's
+//     watches (ownwrites.go).
 //   - Capabilities: one view of the API server's version and APIs, shared
 //     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
 //   - Validation of rendered manifests: left to the API server
@@ -58,7 +59,12 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	storage := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
 		StorageNamespaceMapper: c.ReleaseNamespace,
 	})
-	configGetter, err := helmclient.NewActionConfigGetter(c.REST, c.Mapper,
+	// Helm's requests go through updateReads, which answers the repeated
+	// reads of an object within one update.
+	reads := &updateReads{}
+	restConfig := rest.CopyConfig(c.REST)
+	restConfig.Wrap(reads.wrap)
+	configGetter, err := helmclient.NewActionConfigGetter(restConfig, c.Mapper,
 		helmclient.ClientNamespaceMapper(c.ReleaseNamespace),
 		helmclient.StorageDriverMapper(func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 			d, err := storage(ctx, obj, cfg)
@@ -71,7 +77,7 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action config getter: %w", err)
 	}
-	acg := &builder{inner: configGetter, c: c}
+	acg := &builder{inner: configGetter, c: c, reads: reads}
 	forced, err := helmclient.NewActionClientGetter(acg, serverSideValidation()...)
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
@@ -113,6 +119,7 @@ func (g rollbackForce) ActionClientFor(ctx context.Context, obj client.Object) (
 type builder struct {
 	inner helmclient.ActionConfigGetter
 	c     Config
+	reads *updateReads
 }
 
 var _ helmclient.ActionConfigGetter = (*builder)(nil)
@@ -132,7 +139,7 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if cfg.Capabilities, err = b.c.Capabilities.Get(dc); err != nil {
 		return nil, fmt.Errorf("get the API server's capabilities: %w", err)
 	}
-	cfg.KubeClient = recordWrites(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites)
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites, b.reads)
 	return cfg, nil
 }
 

@@ -7,24 +7,26 @@ import (
 	"github.com/acme/platform-operator/internal/ownwrites"
 )
 
-// recordingKubeClient is Helm's Kubernetes client (with its interruptible
-// waits) that registers its updates of a release's objects with the
-// kind's ownwrites.Registry: an upgrade's or a rollback's writes, whose
-// watch events would otherwise reconcile the owner once more. Only Update
-// is recorded; an install's creations do not come back as reconciles (the
-// library watches a release's objects from the end of its install on).
-type recordingKubeClient struct {
+// updatingKubeClient is Helm's Kubernetes client (with its interruptible
+// waits) whose updates of a release's objects (an upgrade's, a
+// rollback's) read each object once (updateReads) and are registered with
+// the kind's ownwrites.Registry, so that their watch events do not
+// reconcile the owner once more. An install's creations need neither:
+// they read nothing twice, and the library watches a release's objects
+// from the end of its install on.
+type updatingKubeClient struct {
 	*interruptibleKubeClient
 	writes *ownwrites.Registry
+	reads  *updateReads
 }
 
-// recordWrites wraps kc when it is Helm's client and there is a registry.
-func recordWrites(kc kube.Interface, writes *ownwrites.Registry) kube.Interface {
+// updating wraps kc when it is Helm's client.
+func updating(kc kube.Interface, writes *ownwrites.Registry, reads *updateReads) kube.Interface {
 	c, ok := kc.(*interruptibleKubeClient)
-	if !ok || writes == nil {
+	if !ok {
 		return kc
 	}
-	return &recordingKubeClient{interruptibleKubeClient: c, writes: writes}
+	return &updatingKubeClient{interruptibleKubeClient: c, writes: writes, reads: reads}
 }
 
 // Update patches (or replaces, or creates) the objects of target, deletes
@@ -33,16 +35,19 @@ func recordWrites(kc kube.Interface, writes *ownwrites.Registry) kube.Interface 
 // server, with the answer to its write or, when its patch was empty, with
 // a read. The version of an object left alone makes no event and its
 // record expires.
-func (c *recordingKubeClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+func (c *updatingKubeClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
 	keys := make([]ownwrites.Key, 0, len(target))
+	paths := make([]string, 0, len(target))
 	for _, info := range target {
 		if info.Mapping != nil {
 			keys = append(keys, keyOf(info))
+			paths = append(paths, objectPath(info))
 		}
 	}
 	written := map[ownwrites.Key]string{}
 	end := c.writes.Begin(keys)
 	defer func() { end(written) }()
+	defer c.reads.begin(paths)()
 	res, err := c.interruptibleKubeClient.Update(original, target, force)
 	if res != nil {
 		for _, list := range []kube.ResourceList{res.Updated, res.Created} {

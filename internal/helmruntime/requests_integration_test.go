@@ -111,7 +111,7 @@ func itemise(requests []string) string {
 // TestRequestsPerAction).
 const (
 	maxRequestsPerInstall = 11
-	maxRequestsPerUpgrade = 13
+	maxRequestsPerUpgrade = 10
 )
 
 // TestRequestsPerAction counts the requests the runtime sends to the API
