@@ -6,9 +6,22 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/resource"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// readsAnswered counts the reads updateReads answered without the API
+// server. client-go's rest_client_requests_total counts them as requests
+// (it counts above the transport), so the requests that reached the API
+// server are that counter less this one.
+var readsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "helmruntime_update_reads_answered_total",
+	Help: "Reads of a release's objects within one of Helm's updates answered from the update's earlier read of the object, without a request to the API server (counted in rest_client_requests_total all the same).",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(readsAnswered) }
 
 // updateReads answers the repeated reads of an object within one of
 // Helm's updates from the first.
@@ -100,6 +113,7 @@ func (u *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if r := o.read; r != nil {
 		u.mu.Unlock()
+		readsAnswered.Inc()
 		return &http.Response{
 			Status: "200 OK", StatusCode: http.StatusOK,
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
