@@ -101,13 +101,17 @@ func (u *updateReads) begin(paths []string) (end func()) {
 func (u *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	u.mu.Lock()
 	o := u.objects[req.URL.Path]
-	if o == nil || req.URL.RawQuery != "" {
+	if o == nil {
 		u.mu.Unlock()
 		return u.next.RoundTrip(req)
 	}
 	if req.Method != http.MethodGet {
-		o.read = nil // a write: later reads go to the server
+		o.read = nil // a write (whatever its query): later reads go to the server
 		o.writes++
+		u.mu.Unlock()
+		return u.next.RoundTrip(req)
+	}
+	if req.URL.RawQuery != "" { // a read with options: not Helm's plain read
 		u.mu.Unlock()
 		return u.next.RoundTrip(req)
 	}

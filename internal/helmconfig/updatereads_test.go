@@ -76,7 +76,7 @@ func TestUpdateReadsReadEachObjectOncePerUpdate(t *testing.T) {
 	if gets.Load() != 4 {
 		t.Errorf("a read of an object outside the update was answered from memory")
 	}
-	do(http.MethodPatch, web)
+	do(http.MethodPatch, web+"?fieldManager=helm")
 	if after := do(http.MethodGet, web); gets.Load() != 5 || after == first {
 		t.Errorf("after a write: %d reads reached the server (want 5), answer %q", gets.Load(), after)
 	}
