@@ -4,7 +4,8 @@
 //
 //   - Release storage: Helm's Secrets driver in the release namespace,
 //     under a memo that reads each release's records once per action
-//     client (package helmstorage).
+//     client, by name when the runtime's cache knows them (package
+//     helmstorage).
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
 //     (interruptible.go); its updates of a release's objects read each
@@ -50,6 +51,10 @@ type Config struct {
 	// OwnWrites, when set, has the objects the kind's upgrades and
 	// rollbacks write registered with it (recordingKubeClient).
 	OwnWrites *ownwrites.Registry
+	// Records, when set, names the release records the runtime's cache
+	// holds, so that the storage reads them by name rather than listing
+	// the namespace's (helmstorage.NewIndexedMemo).
+	Records helmstorage.RecordIndex
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -71,7 +76,14 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 			if err != nil {
 				return nil, err
 			}
-			return helmstorage.NewMemo(d), nil
+			if c.Records == nil {
+				return helmstorage.NewMemo(d), nil
+			}
+			ns, err := c.ReleaseNamespace(obj)
+			if err != nil {
+				return nil, err
+			}
+			return helmstorage.NewIndexedMemo(ctx, d, c.Records, ns), nil
 		}),
 	)
 	if err != nil {

@@ -26,9 +26,10 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //   - No managedFields on any object. Nothing reads them from the cache,
 //     and they are often a third of an object. Updates sent from a cached
 //     object keep the server's managedFields.
-//   - Helm release Secrets without their payload. They are cached only so
-//     that a change maps to its owner; Helm reads releases from the API
-//     server, never from this cache. The payload, the gzipped chart,
+//   - Helm release Secrets without their payload. They are cached so that
+//     a change maps to its owner, and so that the storage knows a
+//     release's records by name (recordindex.go); Helm reads the records
+//     themselves from the API server, never from this cache. The payload, the gzipped chart,
 //     values and manifest of one revision, is tens of KiB per revision.
 //     Other Secrets are kept whole.
 //   - No annotations that Kubernetes controllers write on the objects

@@ -39,8 +39,9 @@ type kindRuntime struct {
 	ready *readyTracker
 }
 
-// setupKind builds the reconciler of one resolved watch and adds it to mgr.
-func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch) error {
+// setupKind builds the reconciler of one resolved watch and adds it to
+// mgr; its release storage reads the records records names by name.
+func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch, records *recordIndex) error {
 	clusterScoped, err := watchconfig.IsClusterScoped(mgr.GetRESTMapper(), rw.GVK)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -68,6 +69,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
 		Capabilities: caps, HookTimeout: rt.hookTimeout, OwnWrites: ownWrites,
+		Records: records,
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)

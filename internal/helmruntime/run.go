@@ -178,11 +178,15 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("register leader election observer: %w", err)
 	}
+	records, err := newRecordIndex(context.Background(), mgr)
+	if err != nil {
+		return err
+	}
 	for i, rw := range resolved {
 		if i < len(rt.drifts) {
 			rw.Drift = rt.drifts[i]
 		}
-		if err := rt.setupKind(mgr, rw); err != nil {
+		if err := rt.setupKind(mgr, rw, records); err != nil {
 			return err
 		}
 	}

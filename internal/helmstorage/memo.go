@@ -1,6 +1,7 @@
 // Package helmstorage is the release storage the runtime gives Helm: the
 // driver the library builds (Secrets in the release namespace), under a
-// memo that reads each release's records once per action client.
+// memo that reads each release's records once per action client, by name
+// when the runtime's cache knows them (byname.go).
 package helmstorage
 
 import (
@@ -24,6 +25,9 @@ import (
 // the release; every later query of that release, whatever labels it adds
 // (the status), is answered from that list.
 //
+// The first query reads the records by name when the memo has a record
+// index (see readByName), and lists them otherwise.
+//
 // Every write (by Helm, or by the action path: unlocking, recording the
 // owner or the digest) drops the list and tells the functions given to
 // OnWrite, so that nothing above ever sees a revision that storage no
@@ -37,13 +41,15 @@ import (
 type Memo struct {
 	driver.Driver
 
+	byName byName // zero: the records are listed
+
 	mu      sync.Mutex
 	name    string             // the release whose records are held; "" when none are
 	records []*release.Release // empty: none stored
 	onWrite []func()
 }
 
-// NewMemo returns d under a memo.
+// NewMemo returns d under a memo that lists a release's records.
 func NewMemo(d driver.Driver) *Memo {
 	return &Memo{Driver: d}
 }
@@ -66,9 +72,13 @@ func (d *Memo) Query(labels map[string]string) ([]*release.Release, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.name != name {
-		all, err := d.Driver.Query(map[string]string{"name": name, "owner": "helm"})
-		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, err
+		all, ok := d.readByName(name)
+		if !ok {
+			var err error
+			all, err = d.Driver.Query(map[string]string{"name": name, "owner": "helm"})
+			if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+				return nil, err
+			}
 		}
 		d.name, d.records = name, all
 	}

@@ -1,0 +1,57 @@
+package helmruntime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// releaseRecordField indexes the cached Secrets that are Helm release
+// records by the name of their release.
+const releaseRecordField = "platform-operator.acme.com/helm-release"
+
+// recordIndex answers which revisions of a release have a record from the
+// manager's cache of Secrets, which holds every record's metadata (not
+// its payload, see cacheOptions): the storage then reads the records by
+// name, and checks that the cache does not lag, instead of listing every
+// Secret of the namespace (helmstorage.NewIndexedMemo).
+type recordIndex struct {
+	cache client.Reader
+}
+
+// newRecordIndex indexes mgr's cached Secrets by release and returns the
+// index. The manager's cache is shared by every kind: one index serves all.
+func newRecordIndex(ctx context.Context, mgr manager.Manager) (*recordIndex, error) {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, releaseRecordField, func(o client.Object) []string {
+		if !isReleaseRecord(o) {
+			return nil
+		}
+		return []string{o.GetLabels()["name"]}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index the release records: %w", err)
+	}
+	return &recordIndex{cache: mgr.GetCache()}, nil
+}
+
+// Versions returns the revisions of release's records in namespace that
+// the cache holds.
+func (i *recordIndex) Versions(ctx context.Context, namespace, release string) ([]int, error) {
+	var records corev1.SecretList
+	if err := i.cache.List(ctx, &records, client.InNamespace(namespace), client.MatchingFields{releaseRecordField: release}); err != nil {
+		return nil, err
+	}
+	versions := make([]int, 0, len(records.Items))
+	for _, s := range records.Items {
+		v, err := strconv.Atoi(s.Labels["version"])
+		if err != nil {
+			return nil, fmt.Errorf("release record %s/%s: version label %q", namespace, s.Name, s.Labels["version"])
+		}
+		versions = append(versions, v)
+	}
+	return versions, nil
+}
