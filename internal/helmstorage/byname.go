@@ -62,7 +62,7 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	slices.Sort(versions)
 	records := make([]*release.Release, 0, len(versions))
 	for _, v := range versions {
-		r, err := d.Driver.Get(recordKey(name, v))
+		r, err := d.Get(recordKey(name, v))
 		if err != nil {
 			return nil, false // gone since the index saw it, or the read failed
 		}
@@ -74,7 +74,7 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	}
 	// Last: Helm stores a new revision before it updates the one it
 	// supersedes, so a write that raced the reads above shows here.
-	if _, err := d.Driver.Get(recordKey(name, next)); !errors.Is(err, driver.ErrReleaseNotFound) {
+	if _, err := d.Get(recordKey(name, next)); !errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, false // newer than the index knows, or the read failed
 	}
 	return records, true

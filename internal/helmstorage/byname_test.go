@@ -58,7 +58,7 @@ func TestRecordsReadByName(t *testing.T) {
 		deployed, err := records.Deployed("web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(deployed.Version).To(Equal(2))
-		superseded, err := records.Driver.Query(map[string]string{"name": "web", "owner": "helm", "status": "superseded"})
+		superseded, err := records.Query(map[string]string{"name": "web", "owner": "helm", "status": "superseded"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(superseded).To(HaveLen(1))
 		g.Expect(below.gets).To(Equal(3))
@@ -91,7 +91,7 @@ func TestRecordsReadByName(t *testing.T) {
 
 	t.Run("an index that holds a deleted revision: the list", func(t *testing.T) {
 		g, below, records := setup(t, 2, &staticIndex{versions: []int{1, 2}})
-		_, err := below.Driver.Delete(recordKey("web", 1))
+		_, err := below.Delete(recordKey("web", 1))
 		g.Expect(err).NotTo(HaveOccurred())
 		history, err := records.History("web")
 		g.Expect(err).NotTo(HaveOccurred())
