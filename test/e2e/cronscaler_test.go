@@ -143,6 +143,20 @@ func restartExtensionsAt(t *testing.T, virtualNow time.Time) {
 	if err := env.extensions.start(); err != nil {
 		t.Fatalf("starting the sidecar: %v", err)
 	}
+	// Return once it leads. A sidecar stopped while it takes the lease
+	// may have written the lease and not release it, and its successor
+	// would then wait out the lease (15 s) before it scales anything.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		leads, err := env.extensions.metric("leader_election_master_status")
+		if err == nil && leads == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar did not take the lease within a minute (last: %v, %v)", leads, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestCronScalerScalesAndOwnsTheCount creates a CronScaler on a Deployment:
