@@ -37,6 +37,12 @@ limitRange: {default: {memory: 3Gi}, defaultRequest: {cpu: 1}}
 networkPolicy: {allowedNamespaces: [ingress-nginx, monitoring]}
 `
 
+// podsWithoutOwnIngressPolicy is the podSelector of the tenant's
+// namespace-wide allowances.
+var podsWithoutOwnIngressPolicy = map[string]interface{}{"matchExpressions": []interface{}{
+	map[string]interface{}{"key": ownIngressPolicyLabel, "operator": "DoesNotExist"},
+}}
+
 // renderTenant renders the namespace-tenant chart as the operator does for
 // the NamespaceTenant team-x with the given spec (YAML).
 func renderTenant(spec string) (*Result, error) {
@@ -119,7 +125,10 @@ func TestNamespaceTenantMinimal(t *testing.T) {
 	g.Expect(field(g, deny, "spec")).To(Equal(map[string]interface{}{
 		"podSelector": map[string]interface{}{}, "policyTypes": []interface{}{"Ingress"},
 	}))
+	// The allowances skip Pods whose own policy decides their ingress
+	// (TestNetworkPoliciesCompose); the sources are every Pod.
 	same := r.Get("NetworkPolicy", "tenant-allow-same-namespace")
+	g.Expect(field(g, same, "spec", "podSelector")).To(Equal(podsWithoutOwnIngressPolicy))
 	g.Expect(field(g, same, "spec", "ingress")).To(Equal([]interface{}{map[string]interface{}{
 		"from": []interface{}{map[string]interface{}{"podSelector": map[string]interface{}{}}},
 	}}))
@@ -262,7 +271,7 @@ func TestNamespaceTenantOptions(t *testing.T) {
 				np := r.Get("NetworkPolicy", "tenant-allow-from-namespaces")
 				g.Expect(np).NotTo(BeNil())
 				g.Expect(np.GetNamespace()).To(Equal(tenantNamespace))
-				g.Expect(field(g, np, "spec", "podSelector")).To(Equal(map[string]interface{}{}))
+				g.Expect(field(g, np, "spec", "podSelector")).To(Equal(podsWithoutOwnIngressPolicy))
 				g.Expect(field(g, np, "spec", "ingress")).To(Equal([]interface{}{map[string]interface{}{
 					"from": []interface{}{
 						map[string]interface{}{"namespaceSelector": map[string]interface{}{

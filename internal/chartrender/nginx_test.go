@@ -123,6 +123,8 @@ func TestNginxDefaults(t *testing.T) {
 	g.Expect(field(g, d, "spec", "selector", "matchLabels")).To(Equal(selector))
 	tmpl := field(g, d, "spec", "template", "metadata").(map[string]interface{})
 	g.Expect(tmpl["labels"]).To(HaveKeyWithValue("app.kubernetes.io/instance", nginxRelease))
+	// No policy of its own: a tenant's allowances select it as before.
+	g.Expect(tmpl["labels"]).NotTo(HaveKey(ownIngressPolicyLabel))
 	g.Expect(tmpl["annotations"]).To(HaveKeyWithValue("checksum/config", MatchRegexp(`^[0-9a-f]{64}$`)))
 
 	pod := field(g, d, "spec", "template", "spec").(map[string]interface{})
@@ -419,6 +421,9 @@ func TestNginxRender(t *testing.T) {
 				np := r.Get("NetworkPolicy", nginxRelease)
 				g.Expect(np).NotTo(BeNil())
 				g.Expect(field(g, np, "spec", "podSelector", "matchLabels")).To(HaveKeyWithValue("app.kubernetes.io/instance", nginxRelease))
+				// Its Pods are taken out of a tenant's namespace-wide
+				// allowances (TestNetworkPoliciesCompose).
+				g.Expect(field(g, r.Get("Deployment", nginxRelease), "spec", "template", "metadata", "labels")).To(HaveKeyWithValue(ownIngressPolicyLabel, "true"))
 				g.Expect(field(g, np, "spec", "policyTypes")).To(Equal([]interface{}{"Ingress"}))
 				g.Expect(field(g, np, "spec", "ingress")).To(Equal([]interface{}{map[string]interface{}{
 					"ports": []interface{}{map[string]interface{}{"port": "http", "protocol": "TCP"}},

@@ -295,6 +295,10 @@ func TestWebAppRender(t *testing.T) {
 			check: func(g Gomega, r *Result) {
 				np := r.Get("NetworkPolicy", webAppDB)
 				g.Expect(np).NotTo(BeNil())
+				// Its Pods are taken out of a tenant's namespace-wide
+				// allowances; the app's are not.
+				g.Expect(field(g, r.Get("StatefulSet", webAppDB), "spec", "template", "metadata", "labels")).To(HaveKeyWithValue(ownIngressPolicyLabel, "true"))
+				g.Expect(field(g, r.Get("Deployment", webAppRelease), "spec", "template", "metadata", "labels")).NotTo(HaveKey(ownIngressPolicyLabel))
 				g.Expect(field(g, np, "spec", "podSelector", "matchLabels")).To(Equal(map[string]interface{}{
 					"app.kubernetes.io/name": "webapp", "app.kubernetes.io/instance": webAppRelease, "app.kubernetes.io/component": "database",
 				}))
@@ -316,6 +320,9 @@ func TestWebAppRender(t *testing.T) {
 			spec: `database: {networkPolicy: {enabled: false}}`,
 			check: func(g Gomega, r *Result) {
 				g.Expect(r.Get("NetworkPolicy", webAppDB)).To(BeNil())
+				// Without a policy of its own, the tenant's allowances
+				// must keep selecting the database.
+				g.Expect(field(g, r.Get("StatefulSet", webAppDB), "spec", "template", "metadata", "labels")).NotTo(HaveKey(ownIngressPolicyLabel))
 			},
 		},
 		{

@@ -22,6 +22,20 @@ tenancy.acme.com/tier: {{ .Values.deploymentTier }}
 {{- end }}
 
 {{/*
+The Pods a namespace-wide allowance selects: every Pod except those that
+carry platform.acme.com/own-ingress-policy (any value). A workload that
+ships its own ingress NetworkPolicy carries that label, so only its own
+policy decides who reaches it; NetworkPolicies only ever add allowed
+traffic, and an allowance that selected it would widen its policy to the
+whole namespace. The default deny still selects it.
+*/}}
+{{- define "namespace-tenant.podsWithoutOwnIngressPolicy" -}}
+matchExpressions:
+  - key: platform.acme.com/own-ingress-policy
+    operator: DoesNotExist
+{{- end }}
+
+{{/*
 The sizes of each tier, as YAML: quota (ResourceQuota hard limits),
 limits and requests (LimitRange container defaults), podSecurity (default
 Pod Security level).

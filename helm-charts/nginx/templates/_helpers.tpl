@@ -52,6 +52,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+The label of a Pod that an ingress NetworkPolicy of this chart selects: a
+NamespaceTenant's namespace-wide allowances skip Pods that carry it, so
+inside a tenant's namespace that policy alone decides who reaches them
+(docs/namespacetenant.md#network-isolation).
+*/}}
+{{- define "nginx.ownIngressPolicyLabel" -}}
+platform.acme.com/own-ingress-policy: "true"
+{{- end }}
+
+{{/*
 Name of the ServiceAccount the pods run as.
 */}}
 {{- define "nginx.serviceAccountName" -}}

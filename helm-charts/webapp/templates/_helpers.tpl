@@ -69,6 +69,16 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end }}
 
 {{/*
+The label of a Pod that an ingress NetworkPolicy of this chart selects: a
+NamespaceTenant's namespace-wide allowances skip Pods that carry it, so
+inside a tenant's namespace that policy alone decides who reaches them
+(docs/namespacetenant.md#network-isolation).
+*/}}
+{{- define "webapp.ownIngressPolicyLabel" -}}
+platform.acme.com/own-ingress-policy: "true"
+{{- end }}
+
+{{/*
 Defaults of each deployment tier, as YAML. Read it with
   $tier := include "webapp.tier" . | fromYaml
 */}}
