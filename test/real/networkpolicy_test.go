@@ -213,3 +213,67 @@ func TestNginxNetworkPolicyOnTheWire(t *testing.T) {
 	expectDial(t, others, "frontend", host, 80, true)
 	expectDial(t, others, "client", host, 80, false)
 }
+
+// TestChartPoliciesHoldInsideATenant: inside a NamespaceTenant's namespace,
+// where the tenant admits every Pod of the namespace to every other, a
+// chart's narrower policy still holds. A WebApp's app reaches its
+// database, a Pod of allowedPodSelectors does, and a plain Pod of the same
+// namespace is refused; that plain Pod still reaches the app and an
+// ordinary Pod (same-namespace traffic to them is unchanged); a namespace
+// the tenant allows reaches the app but not the database; another tenant
+// reaches nothing. An Nginx with its policy admits its own namespace and
+// refuses the other tenant and the namespace its policy does not list.
+func TestChartPoliciesHoldInsideATenant(t *testing.T) {
+	g := NewWithT(t)
+	const (
+		shop, other, gateway = "real-np-shop", "real-np-other", "real-np-gateway"
+		app                  = "shop"
+	)
+	cluster.CreateNamespace(t, gateway)
+	cluster.Apply(t, "", tenantManifest(shop, shop, "  networkPolicy: {allowedNamespaces: ["+gateway+"]}\n"))
+	cluster.Apply(t, "", tenantManifest(other, other, ""))
+	for _, nt := range []string{shop, other} {
+		if out, err := cluster.Kubectl("wait", "--for=condition=Ready", "namespacetenant/"+nt, "--timeout=120s"); err != nil {
+			t.Fatalf("tenant %s: %v\n%s", nt, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl("delete", "namespacetenant", shop, other, "--wait=true", "--timeout=180s")
+	})
+	for _, ns := range []string{shop, other, gateway} {
+		cluster.ClientPod(t, ns, realnode.NginxImage)
+	}
+	cluster.NamedClientPod(t, shop, "backup", realnode.NginxImage, map[string]string{"role": "db-backup"})
+	webServer(t, shop)
+
+	cluster.Apply(t, shop, webAppWithDBPeers(app, `[{role: db-backup}]`))
+	cluster.ExpectServing(t, shop, app, 1)
+	cluster.Apply(t, shop, nginxManifest("guarded", "guarded")+"  networkPolicy: {enabled: true}\n")
+	if out, err := cluster.Kubectl("wait", "-n", shop, "--for=condition=Ready", "nginx/guarded", "--timeout=180s"); err != nil {
+		t.Fatalf("nginx: %v\n%s", err, out)
+	}
+	svc := func(name string) string { return name + "." + shop + ".svc.cluster.local" }
+
+	out, err := cluster.HTTPGet(shop, svc(app), 80, "/")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("connected to app as app on " + app + "-db"))
+	t.Log("the app connects to its database")
+
+	t.Log("the database: its app and allowedPodSelectors only")
+	expectDial(t, shop, "backup", svc(app+"-db"), 5432, true)
+	expectDial(t, shop, "client", svc(app+"-db"), 5432, false)
+	expectDial(t, gateway, "client", svc(app+"-db"), 5432, false)
+	expectDial(t, other, "client", svc(app+"-db"), 5432, false)
+
+	t.Log("ordinary Pods of the tenant: the namespace and allowed namespaces reach them, other tenants do not")
+	expectDial(t, shop, "client", svc(app), 80, true)
+	expectDial(t, shop, "client", svc("web"), 80, true)
+	expectDial(t, gateway, "client", svc(app), 80, true)
+	expectDial(t, other, "client", svc(app), 80, false)
+	expectDial(t, other, "client", svc("web"), 80, false)
+
+	t.Log("an Nginx with its policy: its own namespace; not another tenant, nor a namespace only the tenant allows")
+	expectDial(t, shop, "client", svc("guarded-nginx"), 80, true)
+	expectDial(t, other, "client", svc("guarded-nginx"), 80, false)
+	expectDial(t, gateway, "client", svc("guarded-nginx"), 80, false)
+}
