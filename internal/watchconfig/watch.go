@@ -55,6 +55,9 @@ type ResolvedWatch struct {
 	// ImageDefaults are the images of the chart's image blocks that a
 	// resource leaves unset (LoadImageDefaults reads them).
 	ImageDefaults []release.ImageDefault
+	// Confinement is what the kind's releases may place outside their
+	// resource's namespace (LoadConfinement reads it).
+	Confinement release.Confinement
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
