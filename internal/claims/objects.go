@@ -48,6 +48,9 @@ type Object struct {
 	// References are the Secrets and ConfigMaps the Pods of a workload
 	// (Deployment, StatefulSet, DaemonSet) read.
 	References []references.Ref
+	// Scope is the scope of the object's kind as the RESTMapper says;
+	// release.ScopeUnknown when it does not know the kind.
+	Scope release.Scope
 }
 
 // String is "Kind namespace/name", or "Kind name" when cluster-scoped.
@@ -88,15 +91,28 @@ func FromManifests(files map[string]string, ns string, mapper meta.RESTMapper) (
 			}
 			if m, err := mapper.RESTMapping(o.GVK.GroupKind(), o.GVK.Version); err == nil {
 				if m.Scope.Name() == meta.RESTScopeNameRoot {
-					o.Namespace = ""
-				} else if o.Namespace == "" {
-					o.Namespace = ns
+					o.Namespace, o.Scope = "", release.ClusterScoped
+				} else {
+					o.Scope = release.Namespaced
+					if o.Namespace == "" {
+						o.Namespace = ns
+					}
 				}
 			}
 			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// Placements returns where objs land, for the confinement rule
+// (release.Confinement).
+func Placements(objs []Object) []release.Placement {
+	out := make([]release.Placement, len(objs))
+	for i, o := range objs {
+		out[i] = release.Placement{GVK: o.GVK, Name: o.Name, Namespace: o.Namespace, Scope: o.Scope}
+	}
+	return out
 }
 
 // ingressHosts returns the hosts of an Ingress, nil for any other kind (or
