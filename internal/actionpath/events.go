@@ -23,8 +23,8 @@ const (
 // failureEvents is the layer that reports every failed action as a Warning
 // Event on the custom resource: the library only sets conditions, which
 // keep the last failure, while Events keep each one for `kubectl
-// describe`. Refusals of the ownership layer are not reported here; that
-// layer reports them with their own reason.
+// describe`. Refusals of the ownership and confinement layers are not
+// reported here; those layers report them with their own reasons.
 func failureEvents(recorder record.EventRecorder) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		return &failureEventsClient{actionClient: below, t: t, recorder: recorder}
@@ -48,7 +48,7 @@ func (c *failureEventsClient) Install(name, namespace string, chrt *chart.Chart,
 // DryRunUpgrade renders the release for the current spec; a failure is an Event.
 func (c *failureEventsClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	rel, err := c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
-	if err != nil && !refusedByOwnership(err) {
+	if err != nil && !reportedRefusal(err) {
 		c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonUpgradeDryRunFailed, "Rendering release %s for the current spec failed (retried with backoff): %v", c.t.key(), err)
 	}
 	return rel, err
@@ -72,9 +72,9 @@ func (c *failureEventsClient) Uninstall(name string, opts ...helmclient.Uninstal
 }
 
 // failed records the Event of a failed action, unless err is nil or a
-// refusal of the ownership layer.
+// refusal the ownership or confinement layer reported.
 func (c *failureEventsClient) failed(err error, reason, action string) {
-	if err == nil || refusedByOwnership(err) {
+	if err == nil || reportedRefusal(err) {
 		return
 	}
 	c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, reason, "%s of release %s failed (retried with backoff): %v", action, c.t.key(), err)

@@ -26,6 +26,7 @@ func TestLayerOrder(t *testing.T) {
 		"activity",
 		"ownership",
 		"digest",
+		"confinement",
 		"release memo",
 		"drift policy",
 		"repair stamp",

@@ -339,8 +339,13 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 	return c.actionClient.Uninstall(name, opts...)
 }
 
-// refusedByOwnership reports whether err is the ownership layer's refusal,
-// which that layer has reported already.
+// reportedRefusal reports whether err is a refusal of the ownership or the
+// confinement layer, which that layer has reported already.
+func reportedRefusal(err error) bool {
+	return refusedByOwnership(err) || refusedByConfinement(err)
+}
+
+// refusedByOwnership reports whether err is the ownership layer's refusal.
 func refusedByOwnership(err error) bool {
 	var conflict *release.ConflictError
 	var invalid *release.InvalidNameError

@@ -64,6 +64,9 @@ type Kind struct {
 	StaleAfter time.Duration
 	// Drift is the kind's drift policy (watches.yaml drift).
 	Drift watchconfig.Drift
+	// Confinement is what the kind's releases may place outside their
+	// resource's namespace (watches.yaml confinement).
+	Confinement release.Confinement
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -110,6 +113,9 @@ func Layers(k Kind) []Layer {
 		// A dry-run upgrade of an unchanged release is answered without
 		// rendering; releases record the digest (digest.go).
 		{"digest", digests(k.Charts, k.DryRuns, k.Kind, k.Log)},
+		// What a release renders lands only where the kind's allowance
+		// lets it: refused before Helm writes anything (confine.go).
+		{"confinement", confine(k.Log, k.Recorder, k.Refusals, k.Confinement)},
 		// The release is read from storage once per reconcile; every write
 		// to storage forgets it (memo.go).
 		{"release memo", rememberRelease},

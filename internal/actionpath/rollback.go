@@ -28,7 +28,7 @@ type rollbackNotes struct {
 func (c rollbackNotes) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
 	before := c.lastVersion(name)
 	rel, err := c.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
-	if err != nil && !refusedByOwnership(err) {
+	if err != nil && !reportedRefusal(err) {
 		err = c.describeRollback(name, before, err)
 	}
 	return rel, err

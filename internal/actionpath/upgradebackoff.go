@@ -89,7 +89,7 @@ func (c *upgradeBackoff) Upgrade(name, namespace string, chrt *chart.Chart, vals
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case err == nil, derr != nil, refusedByOwnership(err):
+	case err == nil, derr != nil, reportedRefusal(err):
 		delete(c.failed, key)
 	default:
 		f := c.failed[key]

@@ -89,6 +89,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		ShardID:          rt.shardID,
 		StaleAfter:       rt.staleAfter,
 		Drift:            rw.Drift,
+		Confinement:      rw.Confinement,
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {

@@ -229,7 +229,7 @@ func TestLoadTestWatches(t *testing.T) {
 	for _, rw := range rws {
 		byKind[strings.ToLower(rw.GVK.Kind)] = rw
 	}
-	g.Expect(byKind).To(HaveLen(5))
+	g.Expect(byKind).To(HaveLen(6))
 	g.Expect(byKind["widget"].WatchDependentResources).To(BeTrue())
 	g.Expect(byKind["widget"].OverrideValues).To(Equal(map[string]string{"enforced": "from-operator"}))
 	g.Expect(byKind["widget"].ReconcilePeriod).To(Equal(time.Hour))

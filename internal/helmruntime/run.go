@@ -51,6 +51,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	confinements, err := watchconfig.LoadConfinement(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -64,6 +68,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	rt.drifts = drifts
 	rt.images = images
+	rt.confinements = confinements
 	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -76,7 +81,9 @@ type runtimeState struct {
 	drifts []watchconfig.Drift
 	// images are the image defaults of the watches, in their order.
 	images [][]release.ImageDefault
-	log    logr.Logger
+	// confinements are the allowances of the watches, in their order.
+	confinements []release.Confinement
+	log          logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
 	activity *actionpath.Activity
@@ -169,6 +176,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	if err := watchconfig.SetImageDefaults(resolved, rt.images); err != nil {
 		return err
 	}
+	watchconfig.SetConfinement(resolved, rt.confinements)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		rt.activity.Elected()
