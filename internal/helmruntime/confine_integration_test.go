@@ -46,7 +46,7 @@ func TestConfinement(t *testing.T) {
 	away := helmtest.CR("Box", ns, "away", map[string]any{"namespace": other}, nil)
 	g.Expect(k8s.Create(ctx, away)).To(Succeed())
 	expectRefused(t, k8s, away, actionpath.ReasonConfinement,
-		fmt.Sprintf(`ConfigMap "away-box" in namespace %q is outside the resource's namespace %q: a Box places its objects in its own namespace only`, other, ns))
+		fmt.Sprintf(`ConfigMap "away-box" in namespace %q is outside the resource's namespace %q: Box releases place their objects in their own namespace only`, other, ns))
 	waitSettled(t, k8s, away)
 	nothingOutside(g, "away")
 	secrets, err := releaseSecrets(ctx, k8s, ns, "away")
@@ -61,7 +61,7 @@ func TestConfinement(t *testing.T) {
 	g.Expect(k8s.Create(ctx, wide)).To(Succeed())
 	roleName := ns + "-wide-box"
 	expectRefused(t, k8s, wide, actionpath.ReasonConfinement,
-		fmt.Sprintf(`ClusterRole %q is cluster-scoped, and a Box may not create cluster-scoped objects of kind rbac.authorization.k8s.io/ClusterRole`, roleName))
+		fmt.Sprintf(`ClusterRole %q is cluster-scoped, and Box releases may not create cluster-scoped objects of kind rbac.authorization.k8s.io/ClusterRole`, roleName))
 	err = k8s.Get(ctx, types.NamespacedName{Name: roleName}, &rbacv1.ClusterRole{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ClusterRole %s: %v", roleName, err)
 	err = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "wide-box"}, &corev1.ConfigMap{})

@@ -116,10 +116,10 @@ func (e *ConfinementError) Error() string {
 	kind := GroupKindName(e.Object.GVK.GroupKind())
 	switch e.Object.Scope {
 	case Namespaced:
-		return fmt.Sprintf("%s is outside the resource's namespace %q: a %s places its objects in its own namespace only; change the spec so that the chart renders it in %q, or list %q under confinement.namespaces of %s",
+		return fmt.Sprintf("%s is outside the resource's namespace %q: %s releases place their objects in their own namespace only; change the spec so that the chart renders it in %q, or list %q under confinement.namespaces of %s",
 			e.Object, e.Namespace, e.Kind, e.Namespace, e.Object.Namespace, entry)
 	case ClusterScoped:
-		return fmt.Sprintf("%s is cluster-scoped, and a %s may not create cluster-scoped objects of kind %s: change the spec so that the chart does not render it, or list %s under confinement.clusterScopedKinds of %s",
+		return fmt.Sprintf("%s is cluster-scoped, and %s releases may not create cluster-scoped objects of kind %s: change the spec so that the chart does not render it, or list %s under confinement.clusterScopedKinds of %s",
 			e.Object, e.Kind, kind, kind, entry)
 	default:
 		return fmt.Sprintf("%s is of kind %s, which the API server does not serve, so where it lands cannot be checked: change the spec so that the chart does not render it, or install the kind's CRD first",
