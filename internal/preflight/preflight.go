@@ -84,11 +84,11 @@ type Hosts struct {
 }
 
 // New loads the charts of ws (as the runtime does, with the same
-// defaults and the image defaults of its entries, LoadImageDefaults) for
-// the kinds the API server knows. Releases of cluster-scoped
+// defaults, the image defaults of its entries, LoadImageDefaults, and their
+// allowances, LoadConfinement) for the kinds the API server knows. Releases of cluster-scoped
 // kinds are looked for in releaseNamespace, as the runtime stores them.
 // reader must read from the API server, not from a cache.
-func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, releaseNamespace string, hosts Hosts) (*Preflight, error) {
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, confinements []release.Confinement, releaseNamespace string, hosts Hosts) (*Preflight, error) {
 	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
 	if err != nil {
 		return nil, err
@@ -96,6 +96,7 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 	if err := watchconfig.SetImageDefaults(resolved, images); err != nil {
 		return nil, err
 	}
+	watchconfig.SetConfinement(resolved, confinements)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
@@ -147,7 +148,8 @@ func (p *Preflight) Kinds() []schema.GroupVersionKind {
 
 // Check returns what the runtime would refuse about obj: a release of its
 // name that another resource owns or claims, a spec its chart does not
-// render with, or a rendered object that exists and is not its release's;
+// render with, a rendered object outside what the kind may place
+// (release.Confinement), or one that exists and is not its release's;
 // and a rendered Ingress host another resource serves. old is the stored
 // object of an update, nil on create. The warnings name the Secrets and
 // ConfigMaps the rendered workloads read that do not exist yet. An error
@@ -184,6 +186,11 @@ func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructur
 			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil, nil
 		}
 		return nil, nil, err
+	}
+	// Where the objects land comes before who holds them: an object the
+	// release may not place at all is refused whoever holds it.
+	if err := k.watch.Confinement.Check(k.watch.GVK.Kind, obj.GetNamespace(), claims.Placements(objs)); err != nil {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), err.Error())}, nil, nil
 	}
 	spec, _ := obj.Object["spec"].(map[string]interface{})
 	c := claims.Claimant{Owner: claimant, ReleaseName: name, ReleaseNamespace: ns, Spec: spec}

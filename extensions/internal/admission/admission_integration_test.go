@@ -158,8 +158,14 @@ func runWebhookWith(t *testing.T, o Options, mo ctrl.Options) (stop func()) {
 // once a create of a fresh resource goes through it.
 func startWebhook(t *testing.T) (stop func()) {
 	t.Helper()
+	return startWebhookWith(t, webhookOptions())
+}
+
+// startWebhookWith is startWebhook with options o (another watches file).
+func startWebhookWith(t *testing.T, o Options) (stop func()) {
+	t.Helper()
 	g := NewWithT(t)
-	stop = runWebhook(t, webhookOptions())
+	stop = runWebhook(t, o)
 	c := adminClient(t)
 	ns := newNamespace(t, c)
 	g.Eventually(func() error {

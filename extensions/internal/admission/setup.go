@@ -53,6 +53,10 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
 	}
+	confinements, err := watchconfig.LoadConfinement(o.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
+	}
 	releaseNamespace := o.ReleaseNamespace
 	if releaseNamespace == "" {
 		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
@@ -64,7 +68,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, releaseNamespace, hosts)
+	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}
