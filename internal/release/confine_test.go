@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -76,8 +77,7 @@ func TestConfinementCheck(t *testing.T) {
 				return
 			}
 			var refused *ConfinementError
-			g.Expect(err).To(BeAssignableToTypeOf(refused))
-			refused = err.(*ConfinementError)
+			g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
 			g.Expect(refused.Object).To(Equal(*tc.refused))
 			g.Expect(refused.Kind).To(Equal("WebApp"))
 			g.Expect(refused.Namespace).To(Equal(tc.namespace))
