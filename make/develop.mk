@@ -9,10 +9,15 @@ manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen), the r
 	go run ./cmd/rbacgen
 	go run ./cmd/csvgen
 
+# The kind's API version: VERSION when given on the command line, else
+# v1alpha1. The Makefile's own VERSION is the bundle's (0.1.0), not an API
+# version, so it is not taken from there.
+KIND_API_VERSION = $(if $(filter command line,$(origin VERSION)),$(VERSION),v1alpha1)
+
 .PHONY: kind
 kind: ## Make a chart in helm-charts/ an API: CHART=helm-charts/x GROUP=x.acme.com KIND=X [VERSION=v1alpha1] [SCOPE=Cluster] (docs/adding-a-kind.md).
 	@test -n "$(CHART)" -a -n "$(GROUP)" -a -n "$(KIND)" || { echo "usage: make kind CHART=helm-charts/<chart> GROUP=<group> KIND=<Kind> [VERSION=v1alpha1] [SCOPE=Cluster]"; exit 2; }
-	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(or $(VERSION),v1alpha1)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped)
+	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(KIND_API_VERSION)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped)
 
 .PHONY: verify-manifests
 verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacgen's or csvgen's committed output is stale.
