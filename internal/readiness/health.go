@@ -51,7 +51,10 @@ func Observe(u *unstructured.Unstructured) Health {
 
 // waitingForPods reports whether u is a Deployment, StatefulSet or
 // DaemonSet whose controller has observed its generation and which has
-// fewer ready Pods than it wants.
+// fewer ready Pods than it wants, or fewer ready Pods of its current
+// template: during a rolling update the old Pods keep every replica
+// ready while the new ones may never start (an image that does not
+// exist), and only those say why the rollout does not end.
 func waitingForPods(u *unstructured.Unstructured) bool {
 	gk := u.GroupVersionKind().GroupKind()
 	if gk.Group != "apps" {
@@ -68,11 +71,31 @@ func waitingForPods(u *unstructured.Unstructured) bool {
 		if !found {
 			want = 1
 		}
-		return ready < want
+		return ready < want || rollingOut(u, want)
 	case "DaemonSet":
 		want, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredNumberScheduled")
 		ready, _, _ = unstructured.NestedInt64(u.Object, "status", "numberReady")
 		return ready < want
+	}
+	return false
+}
+
+// rollingOut reports whether a Deployment or StatefulSet that wants want
+// replicas still runs Pods of an earlier template: its controller created
+// the new ones, which are what it now waits for.
+func rollingOut(u *unstructured.Unstructured, want int64) bool {
+	if want == 0 {
+		return false
+	}
+	switch u.GetKind() {
+	case "Deployment":
+		updated, found, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
+		replicas, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+		return found && (updated < want || replicas > updated)
+	case "StatefulSet":
+		current, _, _ := unstructured.NestedString(u.Object, "status", "currentRevision")
+		update, _, _ := unstructured.NestedString(u.Object, "status", "updateRevision")
+		return current != "" && update != "" && current != update
 	}
 	return false
 }

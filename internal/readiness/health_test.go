@@ -21,6 +21,16 @@ func deployment(generation, observed, replicas, available int64) *unstructured.U
 	}}
 }
 
+// rollingDeployment is a Deployment of one replica in a rolling update
+// whose new Pod does not start: the old Pod keeps it ready and available.
+func rollingDeployment() *unstructured.Unstructured {
+	u := deployment(3, 3, 1, 1)
+	_ = unstructured.SetNestedField(u.Object, int64(2), "status", "replicas")
+	_ = unstructured.SetNestedField(u.Object, int64(1), "status", "updatedReplicas")
+	_ = unstructured.SetNestedField(u.Object, int64(1), "status", "unavailableReplicas")
+	return u
+}
+
 func TestObserve(t *testing.T) {
 	tests := []struct {
 		name string
@@ -72,6 +82,7 @@ func TestObserveWaitingForPods(t *testing.T) {
 		{"its controller has not observed the generation yet", deployment(3, 2, 2, 0), false},
 		{"available", deployment(2, 2, 2, 2), false},
 		{"no replicas asked for", deployment(1, 1, 0, 0), false},
+		{"rolling out: the old Pods ready, the new one not", rollingDeployment(), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
