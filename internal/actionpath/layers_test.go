@@ -25,6 +25,7 @@ func TestLayerOrder(t *testing.T) {
 		"rollback note",
 		"activity",
 		"ownership",
+		"remediation",
 		"digest",
 		"confinement",
 		"release memo",

@@ -110,6 +110,10 @@ func Layers(k Kind) []Layer {
 		// A release another resource owns, or one installed by hand, is
 		// never touched (ownership.go).
 		{"ownership", ownership(k.Log, k.Recorder, k.APIReader, k.Refusals, k.ShardID)},
+		// A revision that did not become Ready in time is rolled back as
+		// the readiness controller decided, and the spec that broke it is
+		// not applied again until it changes (remediate.go).
+		{"remediation", remediations(k.Recorder, k.Activity)},
 		// A dry-run upgrade of an unchanged release is answered without
 		// rendering; releases record the digest (digest.go).
 		{"digest", digests(k.Charts, k.DryRuns, k.Kind, k.Log)},

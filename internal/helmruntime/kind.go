@@ -10,10 +10,15 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/helmconfig"
@@ -37,6 +42,27 @@ type kindRuntime struct {
 	refusals *actionpath.Refusals
 	// ready judges the releases and writes Ready (ready.go).
 	ready *readyTracker
+	// remediate wakes the kind's reconciler for a rollback the readiness
+	// controller decided (remediation.go).
+	remediate chan event.GenericEvent
+}
+
+// wakeReconciler asks the kind's reconciler to reconcile key.
+func (k *kindRuntime) wakeReconciler(key types.NamespacedName) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.watch.GVK)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	select {
+	case k.remediate <- event.GenericEvent{Object: u}:
+	default: // full: the readiness controller asks again at its next judgement
+	}
+}
+
+// remediationWatch makes the reconciler reconcile what wakeReconciler
+// sends.
+func (k *kindRuntime) remediationWatch(c reconciler.ControllerSetup) error {
+	return c.Watch(source.Channel(k.remediate, &handler.EnqueueRequestForObject{}))
 }
 
 // setupKind builds the reconciler of one resolved watch and adds it to
@@ -56,6 +82,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		recorder:      mgr.GetEventRecorderFor(controllerName),
 		log:           rt.log.WithValues("kind", rw.GVK.Kind),
 		refusals:      actionpath.NewRefusals(),
+		remediate:     make(chan event.GenericEvent, 1024),
 	}
 	k.ready = newReadyTracker(k, mgr)
 	if err := k.ready.setup(mgr); err != nil {
@@ -170,6 +197,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
 		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.stampStatus, refusalReasons(k.refusals), redactSecrets)),
 		reconciler.WithPostHook(k.ready),
+		reconciler.WithControllerSetupFunc(k.remediationWatch),
 	)
 	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))
 	if err != nil {

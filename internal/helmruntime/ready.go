@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
+	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/readiness"
+	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
 // The Ready condition: whether the objects of a release work.
@@ -100,6 +102,8 @@ type readyEntry struct {
 	// its status right after it, so the controller waits for that write
 	// (afterHook) instead of racing it.
 	hookAt time.Time
+	// rev is the revision the post-release hook last saw applied.
+	rev revisionInfo
 	// status and resourceVersion are the custom resource's as this
 	// process last read or wrote them.
 	status          map[string]any
@@ -126,6 +130,12 @@ type readyTracker struct {
 	clock      clock.PassiveClock
 	log        logr.Logger
 	wake       chan event.TypedGenericEvent[*unstructured.Unstructured]
+	// remediation is the kind's (watches.yaml); remediations counts what
+	// was done; wakeReconciler asks the kind's reconciler to carry out a
+	// rollback (remediation.go).
+	remediation    watchconfig.Remediation
+	remediations   *prometheus.CounterVec
+	wakeReconciler func(types.NamespacedName)
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*readyEntry
@@ -144,17 +154,20 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
 			return actionpath.ReleaseKey(ns, o.GetName())
 		},
-		activity:  k.rt.activity,
-		cache:     mgr.GetCache(),
-		apiReader: mgr.GetAPIReader(),
-		writer:    k.shardClient(mgr),
-		mapper:    mgr.GetRESTMapper(),
-		recorder:  k.recorder,
-		clock:     clock.RealClock{},
-		log:       k.log.WithName("readiness"),
-		wake:      make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
-		entries:   map[types.NamespacedName]*readyEntry{},
-		watched:   map[schema.GroupVersionKind]bool{},
+		activity:       k.rt.activity,
+		cache:          mgr.GetCache(),
+		apiReader:      mgr.GetAPIReader(),
+		writer:         k.shardClient(mgr),
+		mapper:         mgr.GetRESTMapper(),
+		recorder:       k.recorder,
+		clock:          clock.RealClock{},
+		log:            k.log.WithName("readiness"),
+		wake:           make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
+		remediation:    k.watch.Remediation,
+		remediations:   k.rt.remediations,
+		wakeReconciler: k.wakeReconciler,
+		entries:        map[types.NamespacedName]*readyEntry{},
+		watched:        map[schema.GroupVersionKind]bool{},
 	}
 }
 
@@ -201,6 +214,9 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 	if e.release.Revision != rel.Version {
 		e.release.Revision = rel.Version
 		e.release.AppliedAt = t.appliedAt(rel)
+	}
+	if e.rev.revision != rel.Version {
+		e.rev = revisionInfoOf(rel, e.release.AppliedAt)
 	}
 	e.generation = obj.GetGeneration()
 	e.hookAt = t.clock.Now()
@@ -397,34 +413,61 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if wait := readiness.Settle - now.Sub(snapshot.release.AppliedAt); !snapshot.release.AppliedAt.IsZero() && wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	v := t.verdict(ctx, &snapshot, now)
-	status := withReady(snapshot.status, v, snapshot.generation, now)
-	if !statusEqual(status, snapshot.status) && !onlyMessageChanged(snapshot.status, v, snapshot.generation, now) {
-		if err := t.patchStatus(ctx, req.NamespacedName, &snapshot, status, v); err != nil {
+	status, v, wait, d := t.judge(ctx, &snapshot, cr, now)
+	if !statusEqual(status, snapshot.status) && !t.onlyMessageChanged(ctx, &snapshot, cr, v, now) {
+		var err error
+		if d, err = t.patchStatus(ctx, req.NamespacedName, &snapshot, cr, status, v, d); err != nil {
 			return reconcile.Result{}, err
 		}
+		if d != nil {
+			t.announce(cr, d)
+		}
 	}
+	if d != nil && d.wake && t.wakeReconciler != nil {
+		t.wakeReconciler(req.NamespacedName)
+	}
+	var after time.Duration
 	if v.WaitingForPods {
-		return reconcile.Result{RequeueAfter: recheckAfter(status, now)}, nil
+		after = recheckAfter(status, now)
 	}
-	return reconcile.Result{}, nil
+	if wait > 0 && (after == 0 || wait < after) {
+		after = wait
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
-// onlyMessageChanged reports whether writing v over st would change only
-// Ready's message, and v has nothing to say about Pods: a rollout that
-// goes from "revision applied" to "Available: 1/3" to "Available: 2/3"
-// costs no write until it is ready (or fails, or is gone), while what the
-// Pods of a stuck workload say is written.
-func onlyMessageChanged(st map[string]any, v readiness.Verdict, generation int64, now time.Time) bool {
+// judge returns the status e's release should have now (Ready, history,
+// Stalled and remediation), the Ready verdict, how long until the
+// revision's deadline, and a remediation decided now (remediation.go).
+func (t *readyTracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
+	v := t.verdict(ctx, e, now)
+	status := t.statusWith(e, v, obj, now)
+	wait, d := remediate(status, e, v, obj, t.policyOf(obj), now)
+	return status, v, wait, d
+}
+
+// statusWith is e's status with Ready v, and its history.
+func (t *readyTracker) statusWith(e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
+	return withRemediation(withReady(e.status, v, e.generation, now), e.status, e, v, obj, now)
+}
+
+// onlyMessageChanged reports whether writing v over e's status would
+// change only Ready's message, and v has nothing to say about Pods: a
+// rollout that goes from "revision applied" to "Available: 1/3" to
+// "Available: 2/3" costs no write until it is ready (or fails, or is
+// gone), while what the Pods of a stuck workload say is written.
+func (t *readyTracker) onlyMessageChanged(_ context.Context, e *readyEntry, obj client.Object, v readiness.Verdict, now time.Time) bool {
 	if v.WaitingForPods {
 		return false
 	}
-	old := findCondition(st, ConditionReady)
+	old := findCondition(e.status, ConditionReady)
 	if old == nil {
 		return false
 	}
 	v.Message, _ = old["message"].(string)
-	return statusEqual(withReady(st, v, generation, now), st)
+	status := t.statusWith(e, v, obj, now)
+	remediate(status, e, v, obj, t.policyOf(obj), now)
+	return statusEqual(status, e.status)
 }
 
 // recheckAfter is when a release that is not ready is judged again without
@@ -443,38 +486,43 @@ func recheckAfter(st map[string]any, now time.Time) time.Duration {
 	return min(max(since/4, readyRecheck), readyRecheckMax)
 }
 
-// patchStatus writes status (the last known one with a new Ready) with a
-// merge patch that fails when the resource changed since it was read; then
-// it reads the resource again and retries once.
-func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName, e *readyEntry, status map[string]any, v readiness.Verdict) error {
+// patchStatus writes status (the last known one with a new Ready,
+// history and remediation) with a merge patch that fails when the
+// resource changed since it was read; then it reads the resource again,
+// judges again and retries once. It returns the decision the written
+// status carries.
+func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName, e *readyEntry, obj client.Object, status map[string]any, v readiness.Verdict, d *decision) (*decision, error) {
 	for attempt := 0; ; attempt++ {
 		cr := keyOnly(t.gvk, key)
 		cr.SetResourceVersion(e.resourceVersion)
 		cr.SetUID(e.uid)
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{"resourceVersion": e.resourceVersion, "uid": string(e.uid)},
-			"status":   map[string]any{"conditions": status["conditions"], "observedGeneration": status["observedGeneration"]},
+			"status": map[string]any{
+				"conditions": status["conditions"], "observedGeneration": status["observedGeneration"],
+				"history": status["history"], actionpath.StatusRemediation: status[actionpath.StatusRemediation],
+			},
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		err = t.writer.Status().Patch(ctx, cr, client.RawPatch(types.MergePatchType, patch))
 		if err == nil {
 			t.written(key, e, cr, v)
-			return nil
+			return d, nil
 		}
 		if !apierrors.IsConflict(err) || attempt > 0 {
-			return fmt.Errorf("write Ready of %s: %w", key, err)
+			return nil, fmt.Errorf("write Ready of %s: %w", key, err)
 		}
 		fresh := keyOnly(t.gvk, key)
 		if err := t.apiReader.Get(ctx, key, fresh); err != nil {
-			return fmt.Errorf("write Ready of %s: %w", key, err)
+			return nil, fmt.Errorf("write Ready of %s: %w", key, err)
 		}
 		st, _ := fresh.Object["status"].(map[string]any)
 		e.status = keptStatus(st)
 		e.resourceVersion = fresh.GetResourceVersion()
 		e.release = releaseFromStatus(st, e.release)
-		status = withReady(st, t.verdict(ctx, e, t.clock.Now()), e.generation, t.clock.Now())
+		status, v, _, d = t.judge(ctx, e, fresh, t.clock.Now())
 	}
 }
 

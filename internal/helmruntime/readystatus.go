@@ -31,11 +31,13 @@ func (t *readyTracker) stampStatus(ctx context.Context, obj client.Object) (writ
 	}
 	t.mu.Unlock()
 	e.uid = u.GetUID()
+	known := e.status
 	e.status = keptStatus(st)
 	e.release = releaseFromStatus(st, e.release)
+	e.generation = u.GetGeneration()
 	now := t.clock.Now()
 	v := t.verdict(ctx, &e, now)
-	u.Object["status"] = withReady(st, v, u.GetGeneration(), now)
+	u.Object["status"] = withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
 	return func() {
 		t.mu.Lock()
 		stored := t.entryLocked(key, u.GetUID())
@@ -119,15 +121,15 @@ func withReady(st map[string]any, v readiness.Verdict, generation int64, now tim
 	return out
 }
 
-// keptStatus is what the tracker keeps of a status: its conditions and
-// observedGeneration, copied. Not deployedRelease: its manifest is a few
+// keptStatus is what the tracker keeps of a status: its conditions,
+// observedGeneration, history and remediation, copied. Not deployedRelease: its manifest is a few
 // KiB per resource, which the cache already avoids holding (cachetrim.go).
 func keptStatus(st map[string]any) map[string]any {
 	if st == nil {
 		return nil
 	}
 	out := map[string]any{}
-	for _, k := range []string{"conditions", "observedGeneration"} {
+	for _, k := range []string{"conditions", "observedGeneration", "history", "remediation"} {
 		if v, ok := st[k]; ok {
 			out[k] = runtime.DeepCopyJSONValue(v)
 		}

@@ -55,6 +55,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	remediations, err := watchconfig.LoadRemediation(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -69,6 +73,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	rt.drifts = drifts
 	rt.images = images
 	rt.confinements = confinements
+	rt.remediation = remediations
 	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -83,12 +88,16 @@ type runtimeState struct {
 	images [][]release.ImageDefault
 	// confinements are the allowances of the watches, in their order.
 	confinements []release.Confinement
-	log          logr.Logger
+	// remediation are the remediations of the watches, in their order.
+	remediation []watchconfig.Remediation
+	log         logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
 	activity *actionpath.Activity
 	// dryRuns counts the library's dry-run upgrades (actionpath/digest.go).
 	dryRuns *prometheus.CounterVec
+	// remediations counts remediations by kind and action (remediation.go).
+	remediations *prometheus.CounterVec
 	// readyStates counts releases by readiness (readymetrics.go).
 	readyStates *readyStates
 	// shardID is the shard of this process (shard.ID), recorded on every
@@ -111,6 +120,14 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		dryRuns = already.ExistingCollector.(*prometheus.CounterVec)
 	}
+	remediations := newRemediationMetric()
+	if err := reg.Register(remediations); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		remediations = already.ExistingCollector.(*prometheus.CounterVec)
+	}
 	states := newReadyStates()
 	if err := reg.Register(states); err != nil {
 		var already prometheus.AlreadyRegisteredError
@@ -120,15 +137,16 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		states = already.ExistingCollector.(*readyStates)
 	}
 	return &runtimeState{
-		readyStates: states,
-		opts:        opts,
-		watches:     ws,
-		log:         opts.logger(),
-		activity:    actionpath.NewActivity(clock.RealClock{}),
-		shardID:     shard.ID(opts.Shard()),
-		dryRuns:     dryRuns,
-		staleAfter:  actionpath.DefaultStalePendingTimeout,
-		hookTimeout: helmconfig.DefaultHookTimeout,
+		readyStates:  states,
+		remediations: remediations,
+		opts:         opts,
+		watches:      ws,
+		log:          opts.logger(),
+		activity:     actionpath.NewActivity(clock.RealClock{}),
+		shardID:      shard.ID(opts.Shard()),
+		dryRuns:      dryRuns,
+		staleAfter:   actionpath.DefaultStalePendingTimeout,
+		hookTimeout:  helmconfig.DefaultHookTimeout,
 	}, nil
 }
 
@@ -177,6 +195,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 		return err
 	}
 	watchconfig.SetConfinement(resolved, rt.confinements)
+	watchconfig.SetRemediation(resolved, rt.remediation)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		rt.activity.Elected()

@@ -58,6 +58,9 @@ type ResolvedWatch struct {
 	// Confinement is what the kind's releases may place outside their
 	// resource's namespace (LoadConfinement reads it).
 	Confinement release.Confinement
+	// Remediation is what happens to a revision that does not become
+	// Ready in time (LoadRemediation reads it).
+	Remediation Remediation
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
@@ -73,6 +76,7 @@ func Resolve(w watches.Watch, d WatchDefaults) (ResolvedWatch, error) {
 		MaxConcurrentReconciles: d.MaxConcurrentReconciles,
 		MaxReleaseHistory:       d.MaxReleaseHistory,
 		OverrideValues:          maps.Clone(w.OverrideValues),
+		Remediation:             DefaultRemediation(),
 	}
 	if w.WatchDependentResources != nil {
 		rw.WatchDependentResources = *w.WatchDependentResources

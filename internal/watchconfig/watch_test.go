@@ -124,7 +124,9 @@ func TestResolveWatch(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tc.want))
+			want := tc.want
+			want.Remediation = DefaultRemediation()
+			g.Expect(got).To(Equal(want))
 		})
 	}
 }

@@ -1,0 +1,168 @@
+package actionpath
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	hrelease "helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/watchconfig"
+)
+
+// Remediation of a revision that did not become Ready in time.
+//
+// The readiness controller decides (helmruntime/remediation.go): when an
+// upgrade misses its deadline and the revision before it was Ready, it
+// writes its decision to the resource's status.remediation and wakes the
+// kind's reconciler. This layer carries the decision out in that
+// reconcile, where no other action on the release can run: at the
+// library's dry-run upgrade it rolls the release back to the Ready
+// revision, and from then on answers the dry-run upgrade of the same spec
+// with the release as it is, so that the library finds nothing to upgrade
+// and only repairs drift. The spec is applied again when it changes (a new
+// generation) or when platform.acme.com/retry takes a new value. The
+// decision lives on the resource, so an operator restart between the
+// decision and the rollback still rolls back once.
+
+// StatusRemediation is the field of status that holds a Remediation.
+const StatusRemediation = "remediation"
+
+// Remediation actions.
+const (
+	RemediationRollback = "rollback"
+	// RemediationNone: the release was reported Stalled and left as it is.
+	RemediationNone = "none"
+)
+
+// ReasonRolledBack is the reason of the Warning Event of a rollback.
+const ReasonRolledBack = "RolledBack"
+
+// Remediation is the last remediation of a resource's release: what the
+// readiness controller decided and, once done, what the rollback stored.
+type Remediation struct {
+	// Revision is the revision that did not become Ready in time, and
+	// Generation the spec generation it applied.
+	Revision   int   `json:"revision"`
+	Generation int64 `json:"generation"`
+	// Retry is the value of the retry annotation when it was decided.
+	Retry string `json:"retry,omitempty"`
+	// Action is RemediationRollback or RemediationNone.
+	Action string `json:"action"`
+	// To is the revision rolled back to; RolledBackAs the revision the
+	// rollback stored (0 until it is done).
+	To           int `json:"to,omitempty"`
+	RolledBackAs int `json:"rolledBackAs,omitempty"`
+	// At is when it was decided (RFC 3339), and Message why.
+	At      string `json:"at"`
+	Message string `json:"message"`
+}
+
+// ReadRemediation reads status.remediation of obj; false when there is
+// none or it does not parse.
+func ReadRemediation(obj client.Object) (Remediation, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return Remediation{}, false
+	}
+	m, found, err := unstructured.NestedMap(u.Object, "status", StatusRemediation)
+	if err != nil || !found {
+		return Remediation{}, false
+	}
+	return RemediationFrom(m)
+}
+
+// RemediationFrom reads a Remediation from its status form.
+func RemediationFrom(m map[string]any) (Remediation, bool) {
+	var r Remediation
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &r); err != nil || r.Revision == 0 {
+		return Remediation{}, false
+	}
+	return r, true
+}
+
+// Map is r's status form.
+func (r Remediation) Map() map[string]any {
+	m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+	return m
+}
+
+// Holds reports whether r keeps obj's spec from being applied: it rolled
+// back (or is to roll back) the revision of obj's current generation, and
+// the retry annotation still has the value it had then.
+func (r Remediation) Holds(obj client.Object) bool {
+	return r.Action == RemediationRollback && r.Generation == obj.GetGeneration() &&
+		r.Retry == obj.GetAnnotations()[watchconfig.RetryAnnotation]
+}
+
+// remediations is the layer.
+func remediations(recorder record.EventRecorder, activity *Activity) func(context.Context, target, actionClient) actionClient {
+	return func(_ context.Context, t target, below actionClient) actionClient {
+		r, ok := ReadRemediation(t.obj)
+		if !ok || !r.Holds(t.obj) {
+			return below
+		}
+		return &remediatingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
+	}
+}
+
+type remediatingClient struct {
+	actionClient
+	t        target
+	r        Remediation
+	recorder record.EventRecorder
+	activity *Activity
+}
+
+// DryRunUpgrade rolls back the revision the remediation names when it is
+// still the current one, and answers with the release as it then is: the
+// spec the remediation holds back is not applied.
+func (c *remediatingClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
+	cur, err := c.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Version != c.r.Revision {
+		return cur, nil
+	}
+	return c.rollback(name)
+}
+
+// Upgrade of a held spec changes nothing either (the library upgrades
+// only after a dry-run that differs, which DryRunUpgrade never answers).
+func (c *remediatingClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
+	return c.DryRunUpgrade(name, namespace, chrt, vals, opts...)
+}
+
+// rollback rolls the release back to c.r.To and returns the revision it
+// stored.
+func (c *remediatingClient) rollback(name string) (*hrelease.Release, error) {
+	if c.activity != nil {
+		defer c.activity.begin(c.t.key())()
+	}
+	cfg := c.Config()
+	rb := action.NewRollback(cfg)
+	rb.Version = c.r.To
+	rb.Timeout = 5 * time.Minute
+	if err := rb.Run(name); err != nil {
+		err = fmt.Errorf("roll back revision %d to revision %d: %w", c.r.Revision, c.r.To, err)
+		c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonRolledBack, "Rollback failed: %v", err)
+		return nil, err
+	}
+	rel, err := cfg.Releases.Last(name)
+	if err != nil {
+		return nil, fmt.Errorf("read the release after its rollback: %w", err)
+	}
+	c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonRolledBack,
+		"%s; rolled back to revision %d (now revision %d). This spec (generation %d) is not applied again until it changes or the annotation %s takes a new value",
+		c.r.Message, c.r.To, rel.Version, c.r.Generation, watchconfig.RetryAnnotation)
+	return rel, nil
+}
