@@ -73,6 +73,11 @@ type revisionInfo struct {
 // revisionInfoOf reads rel.
 func revisionInfoOf(rel release.Release, appliedAt time.Time) revisionInfo {
 	info := revisionInfo{revision: rel.Version, appliedAt: appliedAt, digest: rel.Labels[hrelease.DigestLabel]}
+	if rel.Info != nil && !rel.Info.LastDeployed.IsZero() {
+		// The time Helm recorded: a process that sees the revision for
+		// the first time after a restart counts from it too.
+		info.appliedAt = rel.Info.LastDeployed.Time
+	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		info.chartVersion = rel.Chart.Metadata.Version
 	}
@@ -259,13 +264,13 @@ type decision struct {
 // decision, which st (the status to write) already carries.
 func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client.Object, policy watchconfig.Remediation, now time.Time) (time.Duration, *decision) {
 	r := e.release
-	if v.Ready || r.Paused || r.ReleaseFailed || r.AppliedAt.IsZero() || r.Revision == 0 || e.rev.revision != r.Revision {
+	if v.Ready || r.Paused || r.ReleaseFailed || e.rev.appliedAt.IsZero() || r.Revision == 0 || e.rev.revision != r.Revision {
 		return 0, nil
 	}
 	if obj.GetGeneration() != e.generation {
 		return 0, nil // the spec changed: its upgrade, with a deadline of its own, comes next
 	}
-	deadline := r.AppliedAt.Add(policy.ReadyTimeout)
+	deadline := e.rev.appliedAt.Add(policy.ReadyTimeout)
 	if now.Before(deadline) {
 		return deadline.Sub(now), nil
 	}

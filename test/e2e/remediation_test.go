@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
+)
+
+// TestBrokenUpgradeRollsBack: an Nginx edited to a spec whose new Pods can
+// never be scheduled is rolled back to its Ready revision on its own once
+// the deadline (set short here) passes. Ready returns to True, Stalled,
+// the Event and status.history say what happened, exactly one rollback
+// revision is stored, and the same spec is not tried again over the next
+// minute.
+func TestBrokenUpgradeRollsBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "e2e-remediation", "fix-nginx"
+	env.CreateNamespace(t, ns)
+
+	applyCR(g, testkit.NginxGVK, ns, name, `replicaCount: 1`)
+	out, err := env.Kubectl("annotate", "-n", ns, "nginx/"+name, "platform.acme.com/ready-timeout=15s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	t.Log("edit the spec to Pods no node can take")
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=merge", "-p", `{"spec":{"nodeSelector":{"platform.acme.com/no-such-node":"true"}}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	edited := time.Now()
+	g.Eventually(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(30 * time.Second).Should(HaveLen(2))
+	g.Eventually(func(g Gomega) {
+		status, reason, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Ready")
+		g.Expect([]string{status, reason}).To(Equal([]string{"False", "Progressing"}))
+		g.Expect(msg).To(ContainSubstring("not scheduled"))
+	}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "Ready names why the new Pod does not start")
+	t.Logf("Ready named the unschedulable Pod %s after the edit", time.Since(edited).Round(100*time.Millisecond))
+
+	g.Eventually(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(HaveLen(3))
+	t.Logf("rolled back %s after the edit (deadline 15s)", time.Since(edited).Round(100*time.Millisecond))
+	desc, err := env.ReleaseDescription(ctx, ns, name, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(desc).To(Equal("Rollback to 1"))
+
+	g.Eventually(func(g Gomega) {
+		status, _, msg := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Ready")
+		g.Expect(status).To(Equal("True"), msg)
+		dep := &appsv1.Deployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+		g.Expect(dep.Spec.Template.Spec.NodeSelector).To(BeEmpty(), "the Ready revision's Pods")
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	t.Logf("Ready again %s after the edit", time.Since(edited).Round(100*time.Millisecond))
+
+	cr, err := env.Get(ctx, testkit.NginxGVK, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	status, reason, msg := testkit.Condition(cr, "Stalled")
+	g.Expect([]string{status, reason}).To(Equal([]string{"True", "RolledBack"}))
+	g.Expect(msg).To(And(ContainSubstring("revision 2 did not become Ready within 15s"), ContainSubstring("rolled back to revision 1")))
+	history, _, _ := unstructured.NestedSlice(cr.Object, "status", "history")
+	g.Expect(history).To(HaveLen(3))
+	var summary []string
+	for _, h := range history {
+		m := h.(map[string]any)
+		summary = append(summary, strings.TrimSpace(strings.Join([]string{toString(m["revision"]), toString(m["ready"]), toString(m["remediation"])}, " ")))
+	}
+	g.Expect(summary).To(Equal([]string{
+		"3 true rollback to revision 1",
+		"2 false not Ready in time; rolled back to revision 1",
+		"1 true",
+	}))
+	g.Eventually(func() ([]string, error) { return env.EventReasons(ctx, ns, name) }).
+		WithTimeout(10 * time.Second).Should(ContainElement("RolledBack"))
+	out, err = env.Kubectl("get", "nginx", name, "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(ContainElement("REMEDIATED"), out)
+
+	t.Log("the spec is held back: no upgrade, no second rollback, over a minute")
+	g.Consistently(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(time.Minute).WithPolling(time.Second).Should(HaveLen(3))
+	_, count, err := env.WarningEvents(ctx, ns, name, "RolledBack")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(count).To(BeNumerically("==", 1), "one rollback")
+
+	t.Log("a new spec is applied, and Stalled goes")
+	out, err = env.Kubectl("patch", "nginx", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/nodeSelector"},{"op":"replace","path":"/spec/replicaCount","value":2}]`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		status, _, _ := env.ConditionOf(g, testkit.NginxGVK, ns, name, "Stalled")
+		g.Expect(status).To(BeEmpty())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	revs, err := env.ReleaseRevisions(ctx, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(4))
+}
+
+// toString renders a JSON scalar of a status for a comparison.
+func toString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatInt(int64(x), 10)
+	}
+	return ""
+}
