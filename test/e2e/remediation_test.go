@@ -125,3 +125,44 @@ func toString(v any) string {
 	}
 	return ""
 }
+
+// TestReliabilityRestartDuringTheWait: the manager is killed while a
+// broken upgrade waits for its deadline, and the next process takes the
+// lease after the deadline passed. The upgrade is rolled back once: not
+// twice, and not never.
+func TestReliabilityRestartDuringTheWait(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	setupHoldHook(t)
+	const ns, name, lease = "e2e-rel-remediation", "healed", "reliability-remediation.acme.com"
+	env.CreateNamespace(t, ns)
+	first := startHoldHookManager(t, "first", lease)
+
+	applyCR(g, holdHookGVK, ns, name, "message: v1\nworkload: true")
+	out, err := env.Kubectl("annotate", "-n", ns, "holdhook/"+name, "platform.acme.com/ready-timeout=20s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "holdhook/"+name, "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	t.Log("an upgrade whose Pod no node takes; the manager is killed while it waits")
+	applyCR(g, holdHookGVK, ns, name, "message: v2\nworkload: true\nnodeSelector: {platform.acme.com/no-such-node: \"true\"}")
+	g.Eventually(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(30 * time.Second).Should(HaveLen(2))
+	edited := time.Now()
+	time.Sleep(5 * time.Second)
+	killProcess(first)
+	startHoldHookManager(t, "second", lease)
+
+	g.Eventually(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(HaveLen(3))
+	t.Logf("rolled back %s after the upgrade (deadline 20s, the manager killed at 5s)", time.Since(edited).Round(100*time.Millisecond))
+	desc, err := env.ReleaseDescription(ctx, ns, name, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(desc).To(Equal("Rollback to 1"))
+	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "holdhook/"+name, "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Consistently(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(20 * time.Second).WithPolling(time.Second).Should(HaveLen(3), "one rollback, not two")
+	status, reason, msg := env.ConditionOf(g, holdHookGVK, ns, name, "Stalled")
+	g.Expect([]string{status, reason}).To(Equal([]string{"True", "RolledBack"}), msg)
+}
