@@ -146,6 +146,22 @@ func (p *Preflight) Kinds() []schema.GroupVersionKind {
 	return out
 }
 
+// Reconciles reports whether the runtime reconciles obj: its kind has a
+// watch, and its labels match the watch's selector. Check passes any other
+// resource.
+func (p *Preflight) Reconciles(obj *unstructured.Unstructured) bool {
+	return p.kindOf(obj) != nil
+}
+
+// kindOf returns the kind of obj if the runtime reconciles obj, else nil.
+func (p *Preflight) kindOf(obj *unstructured.Unstructured) *preflightKind {
+	k, ok := p.kinds[obj.GroupVersionKind().GroupKind()]
+	if !ok || !k.selector.Matches(labels.Set(obj.GetLabels())) {
+		return nil
+	}
+	return k
+}
+
 // Check returns what the runtime would refuse about obj: a release of its
 // name that another resource owns or claims, a spec its chart does not
 // render with, a rendered object outside what the kind may place
@@ -158,8 +174,8 @@ func (p *Preflight) Kinds() []schema.GroupVersionKind {
 // A resource the runtime does not reconcile (a kind without a watch, labels
 // outside the watch's selector) passes.
 func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructured) (field.ErrorList, []string, error) {
-	k, ok := p.kinds[obj.GroupVersionKind().GroupKind()]
-	if !ok || !k.selector.Matches(labels.Set(obj.GetLabels())) {
+	k := p.kindOf(obj)
+	if k == nil {
 		return nil, nil, nil
 	}
 	ns := obj.GetNamespace()

@@ -1,8 +1,13 @@
 // Package admission is the validating admission webhook of the sidecar:
 // the third part of the operator's APIs, next to the CRD schemas and the
 // controllers. The schemas refuse what is malformed; the webhook refuses,
-// at `kubectl apply`, what depends on other objects or on the chart:
+// at `kubectl apply`, what depends on other objects or on the chart, and
+// the annotations no schema covers:
 //
+//   - a resource of a kind the runtime reconciles from a chart whose
+//     remediation annotations (platform.acme.com/ready-timeout,
+//     platform.acme.com/remediation) do not parse, the rule the runtime
+//     reads them by (watchconfig.Remediation.For);
 //   - a release name another resource already owns or claims, or a
 //     release installed by hand (preflight.Preflight);
 //   - a spec the kind's chart does not render with, rendered exactly as
@@ -19,8 +24,10 @@
 // The runtime and the controllers keep their own checks, for resources the
 // webhook did not see (it was down, or they predate it).
 //
-// Only creates and spec changes are validated: an update that keeps the
-// spec (finalizers, labels, annotations) or of a resource being deleted
+// Only creates, spec changes and edits of those two annotations are
+// validated; an update that sets only them is checked for them alone,
+// without the chart's render. An update that keeps the spec and them
+// (finalizers, labels, other annotations) or of a resource being deleted
 // always passes, and the webhook configuration does not even send those
 // (its matchConditions), so that a webhook that is down never blocks a
 // delete.
@@ -63,14 +70,27 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var old *unstructured.Unstructured
+	specChanged := true
 	if req.Operation == admissionv1.Update {
 		old = &unstructured.Unstructured{}
 		if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		if obj.GetDeletionTimestamp() != nil || equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"]) {
+		if obj.GetDeletionTimestamp() != nil {
 			return admission.Allowed("")
 		}
+		specChanged = !equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"])
+		if !specChanged && !remediationSet(old, obj) {
+			return admission.Allowed("")
+		}
+	}
+	if v.Preflight.Reconciles(obj) {
+		if errs := remediationErrors(obj); len(errs) > 0 {
+			return refuse(obj, errs)
+		}
+	}
+	if !specChanged {
+		return admission.Allowed("")
 	}
 	errs, warnings, err := v.check(ctx, obj, old)
 	if err != nil {
@@ -79,6 +99,11 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
+	return refuse(obj, errs)
+}
+
+// refuse is the answer that refuses obj for errs.
+func refuse(obj *unstructured.Unstructured, errs field.ErrorList) admission.Response {
 	status := apierrors.NewInvalid(obj.GroupVersionKind().GroupKind(), obj.GetName(), errs).Status()
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 }
