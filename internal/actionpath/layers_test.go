@@ -26,6 +26,7 @@ func TestLayerOrder(t *testing.T) {
 		"activity",
 		"ownership",
 		"remediation",
+		"chart tests",
 		"digest",
 		"confinement",
 		"release memo",

@@ -67,6 +67,11 @@ type Kind struct {
 	// Confinement is what the kind's releases may place outside their
 	// resource's namespace (watches.yaml confinement).
 	Confinement release.Confinement
+	// Remediation is the kind's (watches.yaml remediation): whether its
+	// charts' tests run; TestResults carries their outcomes to the
+	// readiness controller.
+	Remediation watchconfig.Remediation
+	TestResults *TestResults
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -114,6 +119,9 @@ func Layers(k Kind) []Layer {
 		// the readiness controller decided, and the spec that broke it is
 		// not applied again until it changes (remediate.go).
 		{"remediation", remediations(k.Recorder, k.Activity)},
+		// The chart's tests run on a revision whose objects are ready,
+		// when the kind or the resource asks (charttests.go).
+		{"chart tests", chartTests(k.Remediation, k.Recorder, k.TestResults, k.Log)},
 		// A dry-run upgrade of an unchanged release is answered without
 		// rendering; releases record the digest (digest.go).
 		{"digest", digests(k.Charts, k.DryRuns, k.Kind, k.Log)},

@@ -48,19 +48,26 @@ const ReasonRolledBack = "RolledBack"
 
 // Remediation is the last remediation of a resource's release: what the
 // readiness controller decided and, once done, what the rollback stored.
+// Every field is written, empty or not: the readiness controller writes
+// status with a merge patch, which keeps a field the new value omits.
 type Remediation struct {
 	// Revision is the revision that did not become Ready in time, and
 	// Generation the spec generation it applied.
 	Revision   int   `json:"revision"`
 	Generation int64 `json:"generation"`
 	// Retry is the value of the retry annotation when it was decided.
-	Retry string `json:"retry,omitempty"`
+	Retry string `json:"retry"`
 	// Action is RemediationRollback or RemediationNone.
 	Action string `json:"action"`
 	// To is the revision rolled back to; RolledBackAs the revision the
 	// rollback stored (0 until it is done).
-	To           int `json:"to,omitempty"`
-	RolledBackAs int `json:"rolledBackAs,omitempty"`
+	To           int `json:"to"`
+	RolledBackAs int `json:"rolledBackAs"`
+	// Attempt counts the rollbacks of this spec; RetriesLeft is how often
+	// it is still upgraded to again, once the rollback is Ready, before it
+	// is held back.
+	Attempt     int `json:"attempt"`
+	RetriesLeft int `json:"retriesLeft"`
 	// At is when it was decided (RFC 3339), and Message why.
 	At      string `json:"at"`
 	Message string `json:"message"`
@@ -95,19 +102,24 @@ func (r Remediation) Map() map[string]any {
 	return m
 }
 
+// SameSpec reports whether r was decided for obj's spec as it is: the
+// same generation, and the retry annotation with the value it had then.
+func (r Remediation) SameSpec(obj client.Object) bool {
+	return r.Generation == obj.GetGeneration() && r.Retry == obj.GetAnnotations()[watchconfig.RetryAnnotation]
+}
+
 // Holds reports whether r keeps obj's spec from being applied: it rolled
-// back (or is to roll back) the revision of obj's current generation, and
-// the retry annotation still has the value it had then.
+// back (or is to roll back) the revision of obj's spec as it is, and no
+// retry is left.
 func (r Remediation) Holds(obj client.Object) bool {
-	return r.Action == RemediationRollback && r.Generation == obj.GetGeneration() &&
-		r.Retry == obj.GetAnnotations()[watchconfig.RetryAnnotation]
+	return r.Action == RemediationRollback && r.SameSpec(obj) && r.RetriesLeft == 0
 }
 
 // remediations is the layer.
 func remediations(recorder record.EventRecorder, activity *Activity) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		r, ok := ReadRemediation(t.obj)
-		if !ok || !r.Holds(t.obj) {
+		if !ok || r.Action != RemediationRollback || !r.SameSpec(t.obj) {
 			return below
 		}
 		return &remediatingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
@@ -120,26 +132,36 @@ type remediatingClient struct {
 	r        Remediation
 	recorder record.EventRecorder
 	activity *Activity
+	// rolledBack: this reconcile rolled back; it upgrades nothing more.
+	rolledBack bool
 }
 
 // DryRunUpgrade rolls back the revision the remediation names when it is
-// still the current one, and answers with the release as it then is: the
-// spec the remediation holds back is not applied.
+// still the current one, and answers with the release as it then is;
+// once rolled back, the spec is tried again while retries are left, and
+// else held back.
 func (c *remediatingClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
 	cur, err := c.Get(name)
 	if err != nil {
 		return nil, err
 	}
-	if cur.Version != c.r.Revision {
+	if cur.Version == c.r.Revision {
+		c.rolledBack = true
+		return c.rollback(name)
+	}
+	if c.rolledBack || c.r.RetriesLeft == 0 {
 		return cur, nil
 	}
-	return c.rollback(name)
+	return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
 }
 
-// Upgrade of a held spec changes nothing either (the library upgrades
-// only after a dry-run that differs, which DryRunUpgrade never answers).
+// Upgrade upgrades only a spec that is tried again: not in the reconcile
+// that rolled back, and not a spec held back.
 func (c *remediatingClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
-	return c.DryRunUpgrade(name, namespace, chrt, vals, opts...)
+	if c.rolledBack || c.r.RetriesLeft == 0 {
+		return c.DryRunUpgrade(name, namespace, chrt, vals, opts...)
+	}
+	return c.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
 }
 
 // rollback rolls the release back to c.r.To and returns the revision it
@@ -161,8 +183,11 @@ func (c *remediatingClient) rollback(name string) (*hrelease.Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the release after its rollback: %w", err)
 	}
+	next := fmt.Sprintf("This spec (generation %d) is not applied again until it changes or the annotation %s takes a new value", c.r.Generation, watchconfig.RetryAnnotation)
+	if c.r.RetriesLeft > 0 {
+		next = fmt.Sprintf("It is tried again once the rollback is Ready (%d more time(s))", c.r.RetriesLeft)
+	}
 	c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonRolledBack,
-		"%s; rolled back to revision %d (now revision %d). This spec (generation %d) is not applied again until it changes or the annotation %s takes a new value",
-		c.r.Message, c.r.To, rel.Version, c.r.Generation, watchconfig.RetryAnnotation)
+		"%s; rolled back to revision %d (now revision %d). %s", c.r.Message, c.r.To, rel.Version, next)
 	return rel, nil
 }

@@ -264,6 +264,12 @@ type decision struct {
 // decision, which st (the status to write) already carries.
 func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client.Object, policy watchconfig.Remediation, now time.Time) (time.Duration, *decision) {
 	r := e.release
+	if rec, ok := remediationOf(st); ok && v.Ready && rec.Action == actionpath.RemediationRollback && rec.RetriesLeft > 0 &&
+		rec.SameSpec(obj) && rec.RolledBackAs != 0 && rec.RolledBackAs == r.Revision && !r.Paused {
+		// The rollback is Ready and the spec has a retry left: the
+		// reconciler upgrades to it again.
+		return 0, &decision{rec: rec, wake: true}
+	}
 	if v.Ready || r.Paused || r.ReleaseFailed || e.rev.appliedAt.IsZero() || r.Revision == 0 || e.rev.revision != r.Revision {
 		return 0, nil
 	}
@@ -283,6 +289,14 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 			return 0, &decision{rec: rec, wake: true}
 		case rec.Revision == r.Revision:
 			return 0, nil // decided already
+		case e.rev.rollbackTo > 0 && rec.Action == actionpath.RemediationRollback && rec.SameSpec(obj) && rec.RetriesLeft > 0:
+			// A rollback that is to be retried and is not Ready: no
+			// retry from a revision that does not work.
+			rec.RetriesLeft = 0
+			st[actionpath.StatusRemediation] = rec.Map()
+			msg := fmt.Sprintf("%s; it is the rollback of revision %d, which did not become Ready either, and is left as it is", why, rec.Revision)
+			setCondition(st, ConditionStalled, ReasonRollbackNotReady, msg, e.generation, now)
+			return 0, &decision{event: msg}
 		case e.rev.rollbackTo > 0 && rec.Holds(obj):
 			// The rollback is not Ready in time either: said once, and
 			// the spec stays held back.
@@ -317,18 +331,34 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 		rec.Message = why + fmt.Sprintf("; revision %d before it was not Ready either, so there is nothing to roll back to", prev.Revision)
 	default:
 		rec.Action, rec.To, rec.Message = actionpath.RemediationRollback, prev.Revision, why
+		rec.Attempt, rec.RetriesLeft = 1, policy.Retries
+		if old, ok := remediationOf(st); ok && old.Action == actionpath.RemediationRollback && old.SameSpec(obj) {
+			// A retry of a spec rolled back before.
+			rec.Attempt, rec.RetriesLeft = old.Attempt+1, max(old.RetriesLeft-1, 0)
+		}
 		d.wake = true
 	}
 	d.rec = rec
 	st[actionpath.StatusRemediation] = rec.Map()
-	if rec.Action == actionpath.RemediationRollback {
-		setCondition(st, ConditionStalled, ReasonRolledBack, fmt.Sprintf("%s; rolled back to revision %d. This spec is not applied again until it changes or the annotation %s takes a new value",
-			why, rec.To, watchconfig.RetryAnnotation), e.generation, now)
-	} else {
+	switch {
+	case rec.Action == actionpath.RemediationRollback && rec.RetriesLeft > 0:
+		// Not stalled: the spec is tried again once the rollback is Ready.
+	case rec.Action == actionpath.RemediationRollback:
+		setCondition(st, ConditionStalled, ReasonRolledBack, fmt.Sprintf("%s; rolled back to revision %d%s. This spec is not applied again until it changes or the annotation %s takes a new value",
+			why, rec.To, attempts(rec), watchconfig.RetryAnnotation), e.generation, now)
+	default:
 		setCondition(st, ConditionStalled, ReasonNotRemediated, rec.Message, e.generation, now)
 		d.event = rec.Message
 	}
 	return 0, d
+}
+
+// attempts says how often a spec was rolled back, when more than once.
+func attempts(r actionpath.Remediation) string {
+	if r.Attempt > 1 {
+		return fmt.Sprintf(" (rolled back %d times)", r.Attempt)
+	}
+	return ""
 }
 
 // announce records the Event and the metric of a decision written (the

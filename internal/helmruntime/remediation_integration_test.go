@@ -177,3 +177,49 @@ func TestRemediationLeavesAFirstInstall(t *testing.T) {
 		g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
+
+// TestRemediationRetries: with one retry, a spec rolled back is upgraded
+// to once more when the rollback is Ready, rolled back again, and only
+// then held back and Stalled.
+func TestRemediationRetries(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+
+	cr := helmtest.CR("Widget", ns, "retried", map[string]any{"replicas": int64(1)}, nil)
+	cr.SetAnnotations(map[string]string{watchconfig.ReadyTimeoutAnnotation: "10s", watchconfig.RetriesAnnotation: "1"})
+	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
+	expectDeployed(t, k8s, cr)
+	setDeploymentStatus(t, ns, "retried", 1)
+	expectReady(t, cr, "True", readiness.ReasonReady)
+
+	editCR(t, cr, 2, nil)
+	g.Eventually(func() []int { return revisions(t, ns, "retried") }).WithTimeout(eventually + 10*time.Second).WithPolling(poll).Should(Equal([]int{1, 2, 3}))
+	cur, err := getCR(ctx, k8s, cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil(), "not stalled while a retry is left")
+
+	// The rollback becomes Ready: the spec is tried again.
+	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "retried") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(1))
+	setDeploymentStatus(t, ns, "retried", 1)
+	g.Eventually(func() []int { return revisions(t, ns, "retried") }).WithTimeout(eventually).WithPolling(poll).Should(Equal([]int{1, 2, 3, 4}))
+	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "retried") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(2))
+
+	// It fails again: rolled back, held back, Stalled.
+	g.Eventually(func() []int { return revisions(t, ns, "retried") }).WithTimeout(eventually + 10*time.Second).WithPolling(poll).Should(Equal([]int{1, 2, 3, 4, 5}))
+	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "retried") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(1))
+	setDeploymentStatus(t, ns, "retried", 1)
+	g.Eventually(func(g Gomega) {
+		cur, err := getCR(ctx, k8s, cr)
+		g.Expect(err).NotTo(HaveOccurred())
+		stalled := conditionOf(cur, ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled["reason"]).To(Equal(ReasonRolledBack))
+		g.Expect(stalled["message"]).To(ContainSubstring("rolled back 2 times"))
+		rec, _ := actionpath.ReadRemediation(cur)
+		g.Expect([]int{rec.Revision, rec.To, rec.Attempt, rec.RetriesLeft}).To(Equal([]int{4, 3, 2, 0}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Consistently(func() []int { return revisions(t, ns, "retried") }).WithTimeout(12 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1, 2, 3, 4, 5}))
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ const (
 	DefaultReadyTimeout = 5 * time.Minute
 	MinReadyTimeout     = 10 * time.Second
 	MaxReadyTimeout     = 24 * time.Hour
+	// MaxRetries bounds how often a spec that was rolled back is tried
+	// again on its own.
+	MaxRetries = 10
 )
 
 // Annotations that set a resource's remediation, in place of its kind's.
@@ -47,6 +51,12 @@ const (
 	ReadyTimeoutAnnotation = "platform.acme.com/ready-timeout"
 	// RemediationAnnotation: rollback or none.
 	RemediationAnnotation = "platform.acme.com/remediation"
+	// RetriesAnnotation: how often a spec that was rolled back is tried
+	// again before it is held back (0 to MaxRetries).
+	RetriesAnnotation = "platform.acme.com/remediation-retries"
+	// TestAnnotation: "true" runs the chart's test hooks after each
+	// install and upgrade, once every object is ready; "false" does not.
+	TestAnnotation = "platform.acme.com/test"
 	// RetryAnnotation: a new value (a timestamp, say) applies a spec that
 	// was rolled back once more.
 	RetryAnnotation = "platform.acme.com/retry"
@@ -57,6 +67,12 @@ type Remediation struct {
 	// ReadyTimeout is how long a revision has to become Ready.
 	ReadyTimeout time.Duration
 	Strategy     RemediationStrategy
+	// Retries is how often a spec that was rolled back is upgraded to
+	// again, once the rollback is Ready, before it is held back.
+	Retries int
+	// Test runs the chart's test hooks (helm test) on each revision once
+	// its objects are ready; a failing test counts as not Ready.
+	Test bool
 }
 
 // DefaultRemediation is the remediation of a kind whose entry sets none.
@@ -97,6 +113,15 @@ func shortDuration(d time.Duration) string {
 	return strings.TrimSuffix(s, "0m")
 }
 
+// ParseRetries reads a number of retries, 0 to MaxRetries.
+func ParseRetries(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > MaxRetries {
+		return 0, fmt.Errorf("%q is not a number from 0 to %d", s, MaxRetries)
+	}
+	return n, nil
+}
+
 // For returns the remediation of a resource with annotations: r with what
 // the annotations set. An annotation that does not parse is an error
 // naming it; the admission webhook refuses such a resource, and the
@@ -120,6 +145,20 @@ func (r Remediation) For(annotations map[string]string) (Remediation, error) {
 			r.Strategy = s
 		}
 	}
+	if v, ok := annotations[RetriesAnnotation]; ok {
+		if n, err := ParseRetries(v); err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %w", RetriesAnnotation, err))
+		} else {
+			r.Retries = n
+		}
+	}
+	if v, ok := annotations[TestAnnotation]; ok {
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %q is not true or false", TestAnnotation, v))
+		} else {
+			r.Test = b
+		}
+	}
 	return r, errors.Join(errs...)
 }
 
@@ -128,6 +167,8 @@ func (r Remediation) For(annotations map[string]string) (Remediation, error) {
 type RemediationField struct {
 	ReadyTimeout string `json:"readyTimeout,omitempty"`
 	Strategy     string `json:"strategy,omitempty"`
+	Retries      *int   `json:"retries,omitempty"`
+	Test         bool   `json:"test,omitempty"`
 }
 
 // Parse checks the field and returns the remediation, defaults filled in.
@@ -146,6 +187,14 @@ func (f RemediationField) Parse() (Remediation, error) {
 		errs = append(errs, fmt.Errorf("strategy: %w", err))
 	}
 	r.Strategy = s
+	r.Test = f.Test
+	if f.Retries != nil {
+		if *f.Retries < 0 || *f.Retries > MaxRetries {
+			errs = append(errs, fmt.Errorf("retries: %d is not a number from 0 to %d", *f.Retries, MaxRetries))
+		} else {
+			r.Retries = *f.Retries
+		}
+	}
 	return r, errors.Join(errs...)
 }
 
@@ -174,7 +223,7 @@ func LoadRemediation(path string) ([]Remediation, error) {
 		dec := json.NewDecoder(bytes.NewReader(e.Remediation))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("entry %d (%s): remediation: not {readyTimeout: 5m, strategy: rollback|none}: %w", i, e.Kind, err)
+			return nil, fmt.Errorf("entry %d (%s): remediation: not {readyTimeout: 5m, strategy: rollback|none, retries: 0, test: false}: %w", i, e.Kind, err)
 		}
 		if out[i], err = f.Parse(); err != nil {
 			return nil, fmt.Errorf("entry %d (%s): remediation: %w", i, e.Kind, err)

@@ -10,8 +10,8 @@ import (
 // remediationAnnotations are the annotations of a resource's remediation
 // that can be wrong (watchconfig.Remediation.For); the retry annotation
 // takes any value. The matchConditions of config/webhook/manifests.yaml
-// name the same two.
-var remediationAnnotations = []string{watchconfig.ReadyTimeoutAnnotation, watchconfig.RemediationAnnotation}
+// name the same ones.
+var remediationAnnotations = []string{watchconfig.ReadyTimeoutAnnotation, watchconfig.RemediationAnnotation, watchconfig.RetriesAnnotation, watchconfig.TestAnnotation}
 
 // remediationErrors refuses each remediation annotation of obj that does
 // not parse, with the runtime's message.
