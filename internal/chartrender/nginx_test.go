@@ -719,7 +719,10 @@ func TestNginxAllFeatures(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Kinds()).To(Equal(kindsNamed(nginxRelease, "ConfigMap", "Deployment", "HorizontalPodAutoscaler",
 		"Ingress", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount")))
-	g.Expect(r.Hooks).To(BeEmpty())
+	// The one hook is the chart's test (helm test), run only when asked.
+	g.Expect(r.Hooks).To(HaveLen(1))
+	g.Expect(r.Hooks[0].GetKind()).To(Equal("Pod"))
+	g.Expect(r.Hooks[0].GetAnnotations()).To(HaveKeyWithValue("helm.sh/hook", "test"))
 }
 
 // loadJSONish reads a YAML or JSON file into generic values (numbers as

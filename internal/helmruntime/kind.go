@@ -43,8 +43,11 @@ type kindRuntime struct {
 	// ready judges the releases and writes Ready (ready.go).
 	ready *readyTracker
 	// remediate wakes the kind's reconciler for a rollback the readiness
-	// controller decided (remediation.go).
+	// controller decided, or for the chart's tests (remediation.go).
 	remediate chan event.GenericEvent
+	// testResults carries the outcomes of chart tests from the action
+	// path to the readiness controller.
+	testResults *actionpath.TestResults
 }
 
 // wakeReconciler asks the kind's reconciler to reconcile key.
@@ -83,8 +86,10 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		log:           rt.log.WithValues("kind", rw.GVK.Kind),
 		refusals:      actionpath.NewRefusals(),
 		remediate:     make(chan event.GenericEvent, 1024),
+		testResults:   actionpath.NewTestResults(),
 	}
 	k.ready = newReadyTracker(k, mgr)
+	k.testResults.OnResult = k.ready.judgeAgain
 	if err := k.ready.setup(mgr); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
@@ -117,6 +122,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		StaleAfter:       rt.staleAfter,
 		Drift:            rw.Drift,
 		Confinement:      rw.Confinement,
+		Remediation:      rw.Remediation,
+		TestResults:      k.testResults,
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {

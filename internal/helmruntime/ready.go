@@ -136,6 +136,8 @@ type readyTracker struct {
 	remediation    watchconfig.Remediation
 	remediations   *prometheus.CounterVec
 	wakeReconciler func(types.NamespacedName)
+	// testResults are the outcomes of the chart tests the action path ran.
+	testResults *actionpath.TestResults
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*readyEntry
@@ -166,6 +168,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 		remediation:    k.watch.Remediation,
 		remediations:   k.rt.remediations,
 		wakeReconciler: k.wakeReconciler,
+		testResults:    k.testResults,
 		entries:        map[types.NamespacedName]*readyEntry{},
 		watched:        map[schema.GroupVersionKind]bool{},
 	}
@@ -440,9 +443,15 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 // Stalled and remediation), the Ready verdict, how long until the
 // revision's deadline, and a remediation decided now (remediation.go).
 func (t *readyTracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
-	v := t.verdict(ctx, e, now)
+	policy := t.policyOf(obj)
+	v, testing := t.testVerdict(t.verdict(ctx, e, now), e, obj, policy)
 	status := t.statusWith(e, v, obj, now)
-	wait, d := remediate(status, e, v, obj, t.policyOf(obj), now)
+	wait, d := remediate(status, e, v, obj, policy, now)
+	if testing && d == nil {
+		// The chart's tests are to run: the kind's reconciler runs them
+		// once this status (Ready reads Testing) is written.
+		d = &decision{wake: true}
+	}
 	return status, v, wait, d
 }
 

@@ -36,7 +36,7 @@ func (t *readyTracker) stampStatus(ctx context.Context, obj client.Object) (writ
 	e.release = releaseFromStatus(st, e.release)
 	e.generation = u.GetGeneration()
 	now := t.clock.Now()
-	v := t.verdict(ctx, &e, now)
+	v, _ := t.testVerdict(t.verdict(ctx, &e, now), &e, u, t.policyOf(u))
 	u.Object["status"] = withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
 	return func() {
 		t.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/acme/platform-operator/internal/actionpath"
 	"github.com/acme/platform-operator/internal/readiness"
@@ -68,6 +69,11 @@ type revisionInfo struct {
 	// rollbackTo is the revision a rollback revision restored; 0 for
 	// installs and upgrades.
 	rollbackTo int
+	// tests counts the chart's test hooks; testsRan says Helm recorded a
+	// run of each, testsFailed names those that failed.
+	tests       int
+	testsRan    bool
+	testsFailed []string
 }
 
 // revisionInfoOf reads rel.
@@ -78,6 +84,7 @@ func revisionInfoOf(rel release.Release, appliedAt time.Time) revisionInfo {
 		// the first time after a restart counts from it too.
 		info.appliedAt = rel.Info.LastDeployed.Time
 	}
+	info.tests, info.testsRan, info.testsFailed = actionpath.TestHooks(&rel)
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		info.chartVersion = rel.Chart.Metadata.Version
 	}
@@ -108,6 +115,8 @@ type historyEntry struct {
 	// Ready: the revision became Ready; ReadyAt when.
 	Ready   bool   `json:"ready"`
 	ReadyAt string `json:"readyAt,omitempty"`
+	// Test is the outcome of the chart's tests: passed or failed.
+	Test string `json:"test,omitempty"`
 	// Remediation says what remediated the revision, or which it restored.
 	Remediation string `json:"remediation,omitempty"`
 }
@@ -178,6 +187,12 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 		if v.Ready && !history[i].Ready {
 			history[i].Ready = true
 			history[i].ReadyAt = now.UTC().Format(time.RFC3339)
+			if e.rev.tests > 0 && e.rev.testsRan || v.Tested {
+				history[i].Test = "passed"
+			}
+		}
+		if v.Reason == actionpath.ReasonTestFailed {
+			history[i].Test = "failed"
 		}
 	}
 	if hasRec {
@@ -277,10 +292,13 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 		return 0, nil // the spec changed: its upgrade, with a deadline of its own, comes next
 	}
 	deadline := e.rev.appliedAt.Add(policy.ReadyTimeout)
-	if now.Before(deadline) {
+	if now.Before(deadline) && v.Reason != actionpath.ReasonTestFailed {
 		return deadline.Sub(now), nil
 	}
 	why := fmt.Sprintf("revision %d did not become Ready within %s (%s)", r.Revision, policy.ReadyTimeout, strings.TrimSuffix(v.Message, "."))
+	if v.Reason == actionpath.ReasonTestFailed {
+		why = fmt.Sprintf("revision %d failed its tests (%s)", r.Revision, strings.TrimSuffix(v.Message, "."))
+	}
 	if rec, ok := remediationOf(st); ok {
 		switch {
 		case rec.Revision == r.Revision && rec.RolledBackAs == 0 && rec.Holds(obj):
@@ -359,6 +377,40 @@ func attempts(r actionpath.Remediation) string {
 		return fmt.Sprintf(" (rolled back %d times)", r.Attempt)
 	}
 	return ""
+}
+
+// testVerdict is v with the chart's tests of e's revision, when the kind
+// or obj asks for them and the chart has some: a release whose objects
+// are ready is not Ready until its tests passed (Testing while they are
+// to run, which the second result asks for; TestFailed when one failed).
+func (t *readyTracker) testVerdict(v readiness.Verdict, e *readyEntry, obj client.Object, policy watchconfig.Remediation) (readiness.Verdict, bool) {
+	if !policy.Test || !v.Ready || e.rev.tests == 0 || e.rev.revision != e.release.Revision {
+		return v, false
+	}
+	if res, ok := t.testResults.Get(t.releaseKey(obj), e.rev.revision); ok {
+		if res.Passed {
+			v.Tested = true
+			return v, false
+		}
+		return readiness.Verdict{Reason: actionpath.ReasonTestFailed, Message: res.Message}, false
+	}
+	if e.rev.testsRan {
+		if len(e.rev.testsFailed) == 0 {
+			v.Tested = true
+			return v, false
+		}
+		return readiness.Verdict{Reason: actionpath.ReasonTestFailed, Message: fmt.Sprintf("test %s of revision %d failed", strings.Join(e.rev.testsFailed, ", "), e.rev.revision)}, false
+	}
+	return readiness.Verdict{Reason: actionpath.ReasonTesting, Message: fmt.Sprintf("every object of revision %d is ready; its chart's %d test(s) run", e.rev.revision, e.rev.tests)}, true
+}
+
+// judgeAgain asks the readiness controller to judge obj again (a chart
+// test of it ended).
+func (t *readyTracker) judgeAgain(obj client.Object) {
+	select {
+	case t.wake <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: keyOnly(t.gvk, client.ObjectKeyFromObject(obj))}:
+	default:
+	}
 }
 
 // announce records the Event and the metric of a decision written (the

@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gstruct"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -222,4 +224,61 @@ func TestRemediationRetries(t *testing.T) {
 		g.Expect([]int{rec.Revision, rec.To, rec.Attempt, rec.RetriesLeft}).To(Equal([]int{4, 3, 2, 0}))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	g.Consistently(func() []int { return revisions(t, ns, "retried") }).WithTimeout(12 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1, 2, 3, 4, 5}))
+}
+
+// completeTestPod waits for the test Pod of release name and sets its
+// phase, as the kubelet would when its container exits.
+func completeTestPod(t *testing.T, ns, name string, phase corev1.PodPhase) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(suite.k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name + "-test"}, pod)).To(Succeed())
+		pod.Status.Phase = phase
+		g.Expect(suite.k8s.Status().Update(t.Context(), pod)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// TestChartTestsGateAndRollBack: with the test annotation, a release whose
+// objects are ready is Ready only once its chart's test passed; an upgrade
+// whose test fails is rolled back at once, without waiting for its
+// deadline, and the test Pods are deleted.
+func TestChartTestsGateAndRollBack(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+
+	cr := helmtest.CR("Widget", ns, "tested", map[string]any{"replicas": int64(1), "test": true}, nil)
+	cr.SetAnnotations(map[string]string{watchconfig.ReadyTimeoutAnnotation: "10m", watchconfig.TestAnnotation: "true"})
+	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
+	expectDeployed(t, k8s, cr)
+	setDeploymentStatus(t, ns, "tested", 1)
+	expectReady(t, cr, "False", actionpath.ReasonTesting)
+	completeTestPod(t, ns, "tested", corev1.PodSucceeded)
+	cur := expectReady(t, cr, "True", readiness.ReasonReady)
+	g.Expect(readHistory(nestedStatus(cur))[0].Test).To(Equal("passed"))
+	g.Eventually(func() []string { return eventReasons(ctx, cr) }).WithTimeout(eventually).WithPolling(poll).Should(ContainElement(actionpath.ReasonTestPassed))
+	g.Eventually(func() bool {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tested-test"}, &corev1.Pod{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue(), "the test Pod is deleted")
+
+	// An upgrade whose test fails: rolled back long before its deadline.
+	editCR(t, cr, 2, nil)
+	g.Eventually(func() []int { return revisions(t, ns, "tested") }).WithTimeout(eventually).WithPolling(poll).Should(Equal([]int{1, 2}))
+	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "tested") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(2))
+	setDeploymentStatus(t, ns, "tested", 2)
+	completeTestPod(t, ns, "tested", corev1.PodFailed)
+	g.Eventually(func() []int { return revisions(t, ns, "tested") }).WithTimeout(eventually).WithPolling(poll).Should(Equal([]int{1, 2, 3}))
+	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "tested") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(1))
+	setDeploymentStatus(t, ns, "tested", 1)
+	cur = expectReady(t, cr, "True", readiness.ReasonReady)
+	stalled := conditionOf(cur, ConditionStalled)
+	g.Expect(stalled).NotTo(BeNil())
+	g.Expect(stalled["reason"]).To(Equal(ReasonRolledBack))
+	g.Expect(stalled["message"]).To(ContainSubstring("revision 2 failed its tests (test tested-test of revision 2 failed"))
+	history := readHistory(nestedStatus(cur))
+	g.Expect(history[1].Test).To(Equal("failed"))
+	g.Expect(eventReasons(ctx, cr)).To(ContainElement(actionpath.ReasonTestFailed))
 }

@@ -58,6 +58,9 @@ type Verdict struct {
 	// Health); what they say may change without any object changing, so
 	// the release is worth judging again later. Not part of the condition.
 	WaitingForPods bool
+	// Tested: the release's chart tests passed (set by the runtime when
+	// it runs them). Not part of the condition.
+	Tested bool
 }
 
 // MaxMessage bounds the message: a release with many broken objects names

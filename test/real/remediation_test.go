@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/acme/platform-operator/test/realnode"
 	"github.com/acme/platform-operator/test/testkit"
@@ -101,4 +102,58 @@ func TestBrokenUpgradeRollsBackOnRealPods(t *testing.T) {
 	g.Expect(p.err).NotTo(HaveOccurred())
 	g.Expect(p.failed).To(BeEmpty(), "every request answered while the new Pod could not start")
 	g.Expect(p.answered).To(BeNumerically(">=", 400))
+}
+
+// TestFailingChartTestRollsBack: an Nginx whose chart test runs
+// (platform.acme.com/test: "true") is Ready once the test passed; an
+// edit whose Pods are ready but whose page answers 500 fails the test and
+// is rolled back at once, the test's output in the Event.
+func TestFailingChartTestRollsBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name = "real-chart-test", "checked-nginx"
+	cluster.CreateNamespace(t, ns)
+	cluster.ClientPod(t, ns, realnode.NginxImage)
+	annotate := func(manifest string) string {
+		return strings.Replace(manifest, "  name: "+name+"\n", "  name: "+name+"\n  annotations: {platform.acme.com/test: \"true\"}\n", 1)
+	}
+	good := annotate(nginxManifest(name, "v1"))
+	cluster.Apply(t, ns, good)
+	out, err := cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() ([]string, error) { return cluster.EventsWithReason(ctx, ns, name, "TestPassed") }).
+		WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	cr, err := cluster.Get(ctx, testkit.NginxGVK, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	history, _, _ := unstructured.NestedSlice(cr.Object, "status", "history")
+	g.Expect(history).NotTo(BeEmpty())
+	g.Expect(history[0].(map[string]any)["test"]).To(Equal("passed"))
+
+	t.Log("an edit whose health check passes and whose page is broken")
+	broken := strings.Replace(good, `location / { default_type text/plain; return 200 "v1\n"; }`, `location / { return 500; }`, 1)
+	g.Expect(broken).NotTo(Equal(good))
+	edited := time.Now()
+	cluster.Apply(t, ns, broken)
+	g.Eventually(func() ([]string, error) { return cluster.ReleaseRevisions(ctx, ns, name) }).
+		WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(HaveLen(3))
+	t.Logf("rolled back %s after the edit", time.Since(edited).Round(100*time.Millisecond))
+	var failed []string
+	g.Eventually(func() ([]string, error) {
+		var err error
+		failed, err = cluster.EventsWithReason(ctx, ns, name, "TestFailed")
+		return failed, err
+	}).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	t.Logf("TestFailed Event: %s", failed[0])
+	g.Expect(failed[0]).To(ContainSubstring("500"), "the test Pod's output is in the Event")
+	out, err = cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "nginx/"+name, "--timeout=180s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	status, reason, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Stalled")
+	g.Expect([]string{status, reason}).To(Equal([]string{"True", "RolledBack"}), msg)
+	g.Expect(msg).To(ContainSubstring("revision 2 failed its tests"))
+	out, err = cluster.HTTPGet(ns, name+"."+ns+".svc.cluster.local", 80, "/")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("v1"), "the rolled-back page")
+	pods, err := cluster.Kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=test", "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred(), pods)
+	g.Expect(strings.TrimSpace(pods)).To(BeEmpty(), "test Pods are deleted")
 }
