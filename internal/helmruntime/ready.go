@@ -461,19 +461,24 @@ func (t *readyTracker) statusWith(e *readyEntry, v readiness.Verdict, obj client
 }
 
 // onlyMessageChanged reports whether writing v over e's status would
-// change only Ready's message, and v has nothing to say about Pods: a
-// rollout that goes from "revision applied" to "Available: 1/3" to
-// "Available: 2/3" costs no write until it is ready (or fails, or is
-// gone), while what the Pods of a stuck workload say is written.
+// change only Ready's message, and that change says nothing new about
+// Pods: a rollout that goes from "revision applied" to "Available: 1/3"
+// to "Available: 2/3" costs no write until it is ready (or fails, or is
+// gone), while what the Pods of a stuck workload say (an image that
+// cannot be pulled, a Pod that cannot be scheduled) is written as soon as
+// they say it, during an upgrade as after an install.
 func (t *readyTracker) onlyMessageChanged(_ context.Context, e *readyEntry, obj client.Object, v readiness.Verdict, now time.Time) bool {
-	if v.WaitingForPods {
-		return false
-	}
 	old := findCondition(e.status, ConditionReady)
 	if old == nil {
 		return false
 	}
-	v.Message, _ = old["message"].(string)
+	oldMessage, _ := old["message"].(string)
+	for _, d := range v.Details {
+		if !strings.Contains(oldMessage, d) {
+			return false
+		}
+	}
+	v.Message = oldMessage
 	status := t.statusWith(e, v, obj, now)
 	remediate(status, e, v, obj, t.policyOf(obj), now)
 	return statusEqual(status, e.status)

@@ -61,6 +61,9 @@ type Verdict struct {
 	// Tested: the release's chart tests passed (set by the runtime when
 	// it runs them). Not part of the condition.
 	Tested bool
+	// Details are what the Pods of its workloads said (Observed.Detail),
+	// each also in Message.
+	Details []string
 }
 
 // MaxMessage bounds the message: a release with many broken objects names
@@ -102,10 +105,14 @@ func Evaluate(objs []Observed) Verdict {
 	byRef(failed)
 	byRef(waiting)
 	parts := make([]string, 0, len(failed)+len(waiting))
+	var details []string
 	for _, o := range append(failed, waiting...) {
 		parts = append(parts, describe(o))
+		if o.Detail != "" {
+			details = append(details, o.Detail)
+		}
 	}
-	return Verdict{Reason: reason, Message: joinBounded(parts, MaxMessage), WaitingForPods: pods}
+	return Verdict{Reason: reason, Message: joinBounded(parts, MaxMessage), WaitingForPods: pods, Details: details}
 }
 
 // describe is "Kind name: why".

@@ -32,7 +32,7 @@ func TestEvaluate(t *testing.T) {
 	}, {
 		name: "the Pods' detail follows; a release waiting for Pods is worth judging again",
 		objs: []Observed{{Ref: dep, Health: Health{Status: kstatus.InProgressStatus, Message: "Available: 0/2", WaitingForPods: true}, Detail: "Pod shop-1: ImagePullBackOff (x:v9)"}},
-		want: Verdict{Reason: ReasonProgressing, Message: "Deployment shop: Available: 0/2; Pod shop-1: ImagePullBackOff (x:v9)", WaitingForPods: true},
+		want: Verdict{Reason: ReasonProgressing, Message: "Deployment shop: Available: 0/2; Pod shop-1: ImagePullBackOff (x:v9)", WaitingForPods: true, Details: []string{"Pod shop-1: ImagePullBackOff (x:v9)"}},
 	}, {
 		name: "a failed object makes the release Failed and comes first",
 		objs: []Observed{
