@@ -23,8 +23,8 @@ const (
 // failureEvents is the layer that reports every failed action as a Warning
 // Event on the custom resource: the library only sets conditions, which
 // keep the last failure, while Events keep each one for `kubectl
-// describe`. Refusals of the ownership and confinement layers are not
-// reported here; those layers report them with their own reasons.
+// describe`. Refusals of the ownership, confinement and record size layers
+// are not reported here; those layers report them with their own reasons.
 func failureEvents(recorder record.EventRecorder) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		return &failureEventsClient{actionClient: below, t: t, recorder: recorder}
@@ -72,7 +72,7 @@ func (c *failureEventsClient) Uninstall(name string, opts ...helmclient.Uninstal
 }
 
 // failed records the Event of a failed action, unless err is nil or a
-// refusal the ownership or confinement layer reported.
+// refusal the ownership, confinement or record size layer reported.
 func (c *failureEventsClient) failed(err error, reason, action string) {
 	if err == nil || reportedRefusal(err) {
 		return

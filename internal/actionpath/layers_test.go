@@ -29,6 +29,7 @@ func TestLayerOrder(t *testing.T) {
 		"chart tests",
 		"digest",
 		"confinement",
+		"record size",
 		"release memo",
 		"drift policy",
 		"repair stamp",

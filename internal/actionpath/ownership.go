@@ -339,10 +339,11 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 	return c.actionClient.Uninstall(name, opts...)
 }
 
-// reportedRefusal reports whether err is a refusal of the ownership or the
-// confinement layer, which that layer has reported already.
+// reportedRefusal reports whether err is a refusal of the ownership, the
+// confinement or the record size layer, which that layer has reported
+// already.
 func reportedRefusal(err error) bool {
-	return refusedByOwnership(err) || refusedByConfinement(err)
+	return refusedByOwnership(err) || refusedByConfinement(err) || refusedForSize(err)
 }
 
 // refusedByOwnership reports whether err is the ownership layer's refusal.

@@ -128,6 +128,10 @@ func Layers(k Kind) []Layer {
 		// What a release renders lands only where the kind's allowance
 		// lets it: refused before Helm writes anything (confine.go).
 		{"confinement", confine(k.Log, k.Recorder, k.Refusals, k.Confinement)},
+		// A release whose record is larger than a Secret may hold is
+		// refused, an upgrade at its dry-run, an install by the storage
+		// before it sends the record (recordsize.go).
+		{"record size", recordSizes(k.Log, k.Recorder, k.Refusals)},
 		// The release is read from storage once per reconcile; every write
 		// to storage forgets it (memo.go).
 		{"release memo", rememberRelease},

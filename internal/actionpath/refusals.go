@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Refusals remembers the last refusal of the ownership or confinement layer
-// per resource, so that the status the library writes carries the
-// refusal's reason (ReleaseNameConflict, InvalidReleaseName,
-// ObjectConflict, OutsideNamespace) instead of its generic
+// Refusals remembers the last refusal of the ownership, confinement or
+// record size layer per resource, so that the status the library writes
+// carries the refusal's reason (ReleaseNameConflict, InvalidReleaseName,
+// ObjectConflict, OutsideNamespace, ReleaseTooLarge) instead of its generic
 // InstallError and ReconcileError: the library sets reasons of its own and
 // takes only the message from an action's error. An entry lives until the
 // resource's next action goes ahead (or its deletion).

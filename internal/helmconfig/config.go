@@ -3,9 +3,10 @@
 // here, in one builder, and not in the action path's layers.
 //
 //   - Release storage: Helm's Secrets driver in the release namespace,
-//     under a memo that reads each release's records once per action
-//     client, by name when the runtime's cache knows them (package
-//     helmstorage).
+//     under a check that refuses a new record too large for a Secret
+//     before it is sent, and a memo that reads each release's records
+//     once per action client, by name when the runtime's cache knows them
+//     (package helmstorage).
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
 //     (interruptible.go); its updates of a release's objects read each
@@ -76,6 +77,7 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 			if err != nil {
 				return nil, err
 			}
+			d = helmstorage.LimitRecordSize(d)
 			if c.Records == nil {
 				return helmstorage.NewMemo(d), nil
 			}

@@ -26,10 +26,12 @@ func NewScheme() *runtime.Scheme {
 // namespaces of the cache. opts should be completed (see Options.Complete);
 // ws are the watches the manager's reconcilers will serve (their custom
 // resources are cached whole, see cacheOptions, and only those of the
-// shard, see package shard).
+// shard, see package shard). The manager logs refusals at info
+// (refusalsAtInfo).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
 	o := opts.ManagerOptions(NewScheme())
 	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard())
+	o.Logger = refusalsAtInfo(ctrl.Log)
 	return o
 }
 

@@ -2,8 +2,10 @@ package helmruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,48 @@ func refusalReasons(r *actionpath.Refusals) statusEdit {
 		r.Apply(obj)
 		return nil
 	}
+}
+
+// refusalsAtInfo returns l logging terminal errors at info, without a
+// stack trace. controller-runtime logs the error of every reconcile that
+// fails at error, with a stack trace, and does not retry a terminal one.
+// The runtime's reconciles fail with a terminal error only for a refusal
+// of the action path, which that path has reported already, as a Warning
+// Event and in the resource's conditions, and which waits for the spec to
+// change: a stack trace tells nothing about it, and an error line each
+// time a refused resource is reconciled again would bury the errors that
+// need a look.
+func refusalsAtInfo(l logr.Logger) logr.Logger {
+	sink := l.GetSink()
+	if sink == nil {
+		return l
+	}
+	// One more frame between the caller and the sink: this one.
+	if cd, ok := sink.(logr.CallDepthLogSink); ok {
+		sink = cd.WithCallDepth(1)
+	}
+	return logr.New(refusalSink{sink})
+}
+
+// refusalSink logs terminal errors at info.
+type refusalSink struct {
+	logr.LogSink
+}
+
+func (s refusalSink) Error(err error, msg string, keysAndValues ...any) {
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		s.Info(0, msg, append(keysAndValues, "error", err.Error(), "terminal", true)...)
+		return
+	}
+	s.LogSink.Error(err, msg, keysAndValues...)
+}
+
+func (s refusalSink) WithValues(keysAndValues ...any) logr.LogSink {
+	return refusalSink{s.LogSink.WithValues(keysAndValues...)}
+}
+
+func (s refusalSink) WithName(name string) logr.LogSink {
+	return refusalSink{s.LogSink.WithName(name)}
 }
 
 // releaseDeletionWatch reconciles a resource of kind gvk again when a

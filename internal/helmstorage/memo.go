@@ -1,7 +1,8 @@
 // Package helmstorage is the release storage the runtime gives Helm: the
 // driver the library builds (Secrets in the release namespace), under a
-// memo that reads each release's records once per action client, by name
-// when the runtime's cache knows them (byname.go).
+// check that refuses a new record too large for a Secret before it is sent
+// (recordsize.go), and a memo that reads each release's records once per
+// action client, by name when the runtime's cache knows them (byname.go).
 package helmstorage
 
 import (
