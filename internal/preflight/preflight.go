@@ -39,8 +39,9 @@ import (
 
 // Preflight answers, before a custom resource is stored, what the runtime
 // would answer once it reconciles it: whether the resource's release
-// belongs to another resource, whether its chart renders with its spec,
-// and whether an object it renders belongs to another release or to none
+// belongs to another resource, whether its chart renders with its spec
+// into a release whose record fits a Secret, and whether an object it
+// renders belongs to another release or to none
 // (package claims). It also refuses an Ingress host that another tenant
 // serves (claims.HostScope), which the runtime would not. The validating admission webhook of the sidecar asks it, so that
 // `kubectl apply` fails at once instead of a status condition later; the
@@ -164,8 +165,10 @@ func (p *Preflight) kindOf(obj *unstructured.Unstructured) *preflightKind {
 
 // Check returns what the runtime would refuse about obj: a release of its
 // name that another resource owns or claims, a spec its chart does not
-// render with, a rendered object outside what the kind may place
-// (release.Confinement), or one that exists and is not its release's;
+// render with, or renders into a release record larger than a Secret may
+// hold (release.CheckInstallRecord), a rendered object outside what the
+// kind may place (release.Confinement), or one that exists and is not its
+// release's;
 // and a rendered Ingress host another resource serves. old is the stored
 // object of an update, nil on create. The warnings name the Secrets and
 // ConfigMaps the rendered workloads read that do not exist yet. An error
@@ -200,6 +203,10 @@ func (p *Preflight) Check(ctx context.Context, obj, old *unstructured.Unstructur
 		var refused *renderError
 		if errors.As(err, &refused) {
 			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil, nil
+		}
+		var tooLarge *release.RecordTooLargeError
+		if errors.As(err, &tooLarge) {
+			return field.ErrorList{{Type: field.ErrorTypeTooLong, Field: "spec", BadValue: field.OmitValueType{}, Detail: tooLarge.Error()}}, nil, nil
 		}
 		return nil, nil, err
 	}
@@ -357,7 +364,9 @@ func (e *renderError) Unwrap() error { return e.err }
 // values (a placeholder of the declared length, so that no generated
 // value can appear in an answer), the same checks of the chart's
 // kubeVersion and values schema, the same capabilities, and lookups
-// against the live cluster. It returns the objects the chart renders.
+// against the live cluster. It returns the objects the chart renders, or
+// a *release.RecordTooLargeError when the record Helm would store for the
+// render is larger than a Secret may hold (release.CheckInstallRecord).
 // Results of charts that do not look anything up are remembered by
 // release digest, name and namespace.
 func (p *Preflight) render(ctx context.Context, k *preflightKind, name, ns string, upgrade bool, obj *unstructured.Unstructured) ([]claims.Object, error) {
@@ -385,7 +394,8 @@ func (p *Preflight) render(ctx context.Context, k *preflightKind, name, ns strin
 	objs, err := p.renderChart(ctx, k, vals, chartutil.ReleaseOptions{
 		Name: name, Namespace: ns, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade,
 	}, caps)
-	if err != nil {
+	var tooLarge *release.RecordTooLargeError
+	if err != nil && !errors.As(err, &tooLarge) {
 		err = &renderError{chart: k.watch.ChartPath, err: err}
 	}
 	if cacheable {
@@ -405,6 +415,10 @@ func (p *Preflight) renderChart(ctx context.Context, k *preflightKind, vals map[
 	}
 	files, err := claims.Render(ctx, p.cfg, chrt, vals, opts, caps)
 	if err != nil {
+		return nil, err
+	}
+	// The record Helm would store for this render must fit its Secret.
+	if err := release.CheckInstallRecord(opts.Name, opts.Namespace, chrt, vals, files); err != nil {
 		return nil, err
 	}
 	return claims.FromManifests(files, opts.Namespace, p.mapper)

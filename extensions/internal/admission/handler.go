@@ -11,7 +11,8 @@
 //   - a release name another resource already owns or claims, or a
 //     release installed by hand (preflight.Preflight);
 //   - a spec the kind's chart does not render with, rendered exactly as
-//     the runtime would (preflight.Preflight);
+//     the runtime would, or renders into a release whose record is larger
+//     than a Secret may hold (preflight.Preflight);
 //   - a rendered object that exists and belongs to another release, or to
 //     none, and a rendered Ingress host another tenant serves (--unique-hosts;
 //     preflight.Preflight asks package claims);
