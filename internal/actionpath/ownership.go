@@ -340,10 +340,10 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 }
 
 // reportedRefusal reports whether err is a refusal of the ownership, the
-// confinement or the record size layer, which that layer has reported
-// already.
+// confinement, the record size or the remediation layer, which that layer
+// has reported already.
 func reportedRefusal(err error) bool {
-	return refusedByOwnership(err) || refusedByConfinement(err) || refusedForSize(err)
+	return refusedByOwnership(err) || refusedByConfinement(err) || refusedForSize(err) || refusedByRemediation(err)
 }
 
 // refusedByOwnership reports whether err is the ownership layer's refusal.

@@ -118,7 +118,7 @@ func Layers(k Kind) []Layer {
 		// A revision that did not become Ready in time is rolled back as
 		// the readiness controller decided, and the spec that broke it is
 		// not applied again until it changes (remediate.go).
-		{"remediation", remediations(k.Recorder, k.Activity)},
+		{"remediation", remediations(k.Recorder, k.Activity, k.Refusals)},
 		// The chart's tests run on a revision whose objects are ready,
 		// when the kind or the resource asks (charttests.go).
 		{"chart tests", chartTests(k.Remediation, k.Recorder, k.TestResults, k.Log)},

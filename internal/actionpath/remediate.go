@@ -2,6 +2,7 @@ package actionpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,10 +42,30 @@ const (
 	RemediationRollback = "rollback"
 	// RemediationNone: the release was reported Stalled and left as it is.
 	RemediationNone = "none"
+	// RemediationUninstall: a first install was uninstalled.
+	RemediationUninstall = "uninstall"
 )
 
-// ReasonRolledBack is the reason of the Warning Event of a rollback.
-const ReasonRolledBack = "RolledBack"
+// Reasons of the Warning Events of a rollback and of an uninstall, and of
+// the refusal to install a spec that was uninstalled.
+const (
+	ReasonRolledBack  = "RolledBack"
+	ReasonUninstalled = "Uninstalled"
+)
+
+// HeldError refuses to install a spec whose install was uninstalled for
+// not becoming Ready in time, until the spec changes or the retry
+// annotation takes a new value.
+type HeldError struct{ Message string }
+
+func (e *HeldError) Error() string { return e.Message }
+
+// refusedByRemediation reports whether err is the remediation layer's
+// refusal.
+func refusedByRemediation(err error) bool {
+	var held *HeldError
+	return errors.As(err, &held)
+}
 
 // Remediation is the last remediation of a resource's release: what the
 // readiness controller decided and, once done, what the rollback stored.
@@ -116,14 +137,68 @@ func (r Remediation) Holds(obj client.Object) bool {
 }
 
 // remediations is the layer.
-func remediations(recorder record.EventRecorder, activity *Activity) func(context.Context, target, actionClient) actionClient {
+func remediations(recorder record.EventRecorder, activity *Activity, refusals *Refusals) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		r, ok := ReadRemediation(t.obj)
-		if !ok || r.Action != RemediationRollback || !r.SameSpec(t.obj) {
+		if !ok || !r.SameSpec(t.obj) {
 			return below
 		}
-		return &remediatingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
+		switch r.Action {
+		case RemediationRollback:
+			return &remediatingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
+		case RemediationUninstall:
+			return &uninstallingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity, refusals: refusals}
+		}
+		return below
 	}
+}
+
+// uninstallingClient uninstalls a first install the readiness controller
+// gave up on, and installs the same spec no more.
+type uninstallingClient struct {
+	actionClient
+	t        target
+	r        Remediation
+	recorder record.EventRecorder
+	activity *Activity
+	refusals *Refusals
+}
+
+// DryRunUpgrade uninstalls the release when its current revision is the
+// one the remediation names.
+func (c *uninstallingClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
+	cur, err := c.Get(name)
+	if err != nil || cur.Version != c.r.Revision {
+		return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
+	}
+	if c.activity != nil {
+		defer c.activity.begin(c.t.key())()
+	}
+	if _, err := c.Uninstall(name); err != nil {
+		err = fmt.Errorf("uninstall revision %d: %w", c.r.Revision, err)
+		c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonUninstalled, "Uninstall failed: %v", err)
+		return nil, err
+	}
+	c.recorder.Eventf(c.t.obj, corev1.EventTypeWarning, ReasonUninstalled, "%s; uninstalled. %s", c.r.Message, c.notAgain())
+	return nil, c.held()
+}
+
+// Install of the spec that was uninstalled is refused.
+func (c *uninstallingClient) Install(string, string, *chart.Chart, map[string]interface{}, ...helmclient.InstallOption) (*hrelease.Release, error) {
+	return nil, c.held()
+}
+
+func (c *uninstallingClient) notAgain() string {
+	return fmt.Sprintf("This spec (generation %d) is not installed again until it changes or the annotation %s takes a new value", c.r.Generation, watchconfig.RetryAnnotation)
+}
+
+// held is the terminal refusal, with its reason for the status writer.
+func (c *uninstallingClient) held() error {
+	msg := fmt.Sprintf("%s; uninstalled. %s", c.r.Message, c.notAgain())
+	if c.refusals != nil {
+		c.refusals.refused(c.t.obj.GetUID(), ReasonUninstalled, msg)
+	}
+	return terminal{&HeldError{Message: msg}}
 }
 
 type remediatingClient struct {

@@ -214,11 +214,11 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 	t.mu.Lock()
 	e := t.entryLocked(key, obj.GetUID())
 	e.objects = refs
-	if e.release.Revision != rel.Version {
+	// A revision number comes back after an uninstall: the time Helm
+	// recorded tells the new revision from the old.
+	if fresh := revisionInfoOf(rel, time.Time{}); e.rev.revision != rel.Version || !fresh.appliedAt.Equal(e.rev.appliedAt) {
 		e.release.Revision = rel.Version
 		e.release.AppliedAt = t.appliedAt(rel)
-	}
-	if e.rev.revision != rel.Version {
 		e.rev = revisionInfoOf(rel, e.release.AppliedAt)
 	}
 	e.generation = obj.GetGeneration()

@@ -54,6 +54,8 @@ const (
 	ReasonNotRemediated = "NotRemediated"
 	// ReasonRollbackNotReady: the rollback missed its deadline too.
 	ReasonRollbackNotReady = "RollbackNotReady"
+	// ReasonUninstalled: a first install was uninstalled.
+	ReasonUninstalled = actionpath.ReasonUninstalled
 )
 
 // historyLength is how many revisions status.history keeps.
@@ -174,6 +176,14 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 	rec, hasRec := remediationOf(st)
 	if e.rev.revision > 0 && e.rev.revision == e.release.Revision {
 		i := sort.Search(len(history), func(i int) bool { return history[i].Revision <= e.rev.revision })
+		appliedAt := ""
+		if !e.rev.appliedAt.IsZero() {
+			appliedAt = e.rev.appliedAt.UTC().Format(time.RFC3339)
+		}
+		if i < len(history) && history[i].Revision == e.rev.revision && history[i].AppliedAt != appliedAt {
+			// The number of an uninstalled release, installed anew.
+			history = history[:i]
+		}
 		if i == len(history) || history[i].Revision != e.rev.revision {
 			h := historyEntry{Revision: e.rev.revision, ChartVersion: e.rev.chartVersion, Digest: shortDigest(e.rev.digest)}
 			if !e.rev.appliedAt.IsZero() {
@@ -231,8 +241,11 @@ func remediationOf(st map[string]any) (actionpath.Remediation, bool) {
 
 // remediationSummary is what history says of a remediated revision.
 func remediationSummary(r actionpath.Remediation) string {
-	if r.Action == actionpath.RemediationRollback {
+	switch r.Action {
+	case actionpath.RemediationRollback:
 		return fmt.Sprintf("not Ready in time; rolled back to revision %d", r.To)
+	case actionpath.RemediationUninstall:
+		return "not Ready in time; uninstalled"
 	}
 	return "not Ready in time; left as it was"
 }
@@ -305,7 +318,7 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 			// Decided, not done (the operator stopped in between): ask
 			// for it again.
 			return 0, &decision{rec: rec, wake: true}
-		case rec.Revision == r.Revision:
+		case rec.Revision == r.Revision && rec.SameSpec(obj):
 			return 0, nil // decided already
 		case e.rev.rollbackTo > 0 && rec.Action == actionpath.RemediationRollback && rec.SameSpec(obj) && rec.RetriesLeft > 0:
 			// A rollback that is to be retried and is not Ready: no
@@ -343,6 +356,9 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 		rec.Message = why + fmt.Sprintf("; it is a rollback to revision %d, and is left as it is", e.rev.rollbackTo)
 	case policy.Strategy == watchconfig.RemediateNone:
 		rec.Message = why + fmt.Sprintf("; remediation is off (%s: none), so it is left as it is", watchconfig.RemediationAnnotation)
+	case prev == nil && policy.UninstallInstalls:
+		rec.Action, rec.Message = actionpath.RemediationUninstall, why
+		d.wake = true
 	case prev == nil:
 		rec.Message = why + "; a first install is left as it is"
 	case !prev.Ready:
@@ -364,6 +380,9 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 	case rec.Action == actionpath.RemediationRollback:
 		setCondition(st, ConditionStalled, ReasonRolledBack, fmt.Sprintf("%s; rolled back to revision %d%s. This spec is not applied again until it changes or the annotation %s takes a new value",
 			why, rec.To, attempts(rec), watchconfig.RetryAnnotation), e.generation, now)
+	case rec.Action == actionpath.RemediationUninstall:
+		setCondition(st, ConditionStalled, ReasonUninstalled, fmt.Sprintf("%s; uninstalled. This spec is not installed again until it changes or the annotation %s takes a new value",
+			why, watchconfig.RetryAnnotation), e.generation, now)
 	default:
 		setCondition(st, ConditionStalled, ReasonNotRemediated, rec.Message, e.generation, now)
 		d.event = rec.Message

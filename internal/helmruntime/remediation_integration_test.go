@@ -282,3 +282,41 @@ func TestChartTestsGateAndRollBack(t *testing.T) {
 	g.Expect(history[1].Test).To(Equal("failed"))
 	g.Expect(eventReasons(ctx, cr)).To(ContainElement(actionpath.ReasonTestFailed))
 }
+
+// TestRemediationUninstallsAFirstInstall: with remediation-install:
+// uninstall, a first install that never becomes Ready is uninstalled at
+// its deadline and not installed again, until the retry annotation asks.
+func TestRemediationUninstallsAFirstInstall(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+	cr := helmtest.CR("Widget", ns, "dropped", map[string]any{"replicas": int64(1)}, nil)
+	cr.SetAnnotations(map[string]string{watchconfig.ReadyTimeoutAnnotation: "10s", watchconfig.InstallRemediationAnnotation: "uninstall"})
+	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
+	expectDeployed(t, k8s, cr)
+
+	g.Eventually(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(eventually + 10*time.Second).WithPolling(poll).Should(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		cur, err := getCR(ctx, k8s, cr)
+		g.Expect(err).NotTo(HaveOccurred())
+		stalled := conditionOf(cur, ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled["reason"]).To(Equal(ReasonUninstalled))
+		failed := conditionOf(cur, "ReleaseFailed")
+		g.Expect(failed["status"]).To(Equal("True"))
+		g.Expect(failed["reason"]).To(Equal(ReasonUninstalled))
+		g.Expect(failed["message"]).To(ContainSubstring("not installed again until it changes"))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(eventReasons(ctx, cr)).To(ContainElement(ReasonUninstalled))
+	g.Consistently(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(BeEmpty())
+
+	// Asked again: installed anew, and Ready this time.
+	editCR(t, cr, 0, map[string]string{watchconfig.RetryAnnotation: "1"})
+	g.Eventually(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(eventually).WithPolling(poll).Should(Equal([]int{1}))
+	setDeploymentStatus(t, ns, "dropped", 1)
+	cur := expectReady(t, cr, "True", readiness.ReasonReady)
+	g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil())
+	g.Consistently(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(12 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1}))
+}

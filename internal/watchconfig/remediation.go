@@ -57,6 +57,9 @@ const (
 	// TestAnnotation: "true" runs the chart's test hooks after each
 	// install and upgrade, once every object is ready; "false" does not.
 	TestAnnotation = "platform.acme.com/test"
+	// InstallRemediationAnnotation: keep or uninstall, what happens to a
+	// first install that does not become Ready in time.
+	InstallRemediationAnnotation = "platform.acme.com/remediation-install"
 	// RetryAnnotation: a new value (a timestamp, say) applies a spec that
 	// was rolled back once more.
 	RetryAnnotation = "platform.acme.com/retry"
@@ -73,6 +76,9 @@ type Remediation struct {
 	// Test runs the chart's test hooks (helm test) on each revision once
 	// its objects are ready; a failing test counts as not Ready.
 	Test bool
+	// UninstallInstalls uninstalls a first install that does not become
+	// Ready in time (install: uninstall), instead of keeping it.
+	UninstallInstalls bool
 }
 
 // DefaultRemediation is the remediation of a kind whose entry sets none.
@@ -111,6 +117,17 @@ func shortDuration(d time.Duration) string {
 	s := d.String()
 	s = strings.TrimSuffix(s, "0s")
 	return strings.TrimSuffix(s, "0m")
+}
+
+// parseInstallRemediation reads keep (false) or uninstall (true).
+func parseInstallRemediation(s string) (bool, error) {
+	switch strings.TrimSpace(s) {
+	case "keep":
+		return false, nil
+	case "uninstall":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q is not one of keep, uninstall", s)
 }
 
 // ParseRetries reads a number of retries, 0 to MaxRetries.
@@ -152,6 +169,13 @@ func (r Remediation) For(annotations map[string]string) (Remediation, error) {
 			r.Retries = n
 		}
 	}
+	if v, ok := annotations[InstallRemediationAnnotation]; ok {
+		if u, err := parseInstallRemediation(v); err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %w", InstallRemediationAnnotation, err))
+		} else {
+			r.UninstallInstalls = u
+		}
+	}
 	if v, ok := annotations[TestAnnotation]; ok {
 		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 			errs = append(errs, fmt.Errorf("annotation %s: %q is not true or false", TestAnnotation, v))
@@ -169,6 +193,7 @@ type RemediationField struct {
 	Strategy     string `json:"strategy,omitempty"`
 	Retries      *int   `json:"retries,omitempty"`
 	Test         bool   `json:"test,omitempty"`
+	Install      string `json:"install,omitempty"`
 }
 
 // Parse checks the field and returns the remediation, defaults filled in.
@@ -188,6 +213,13 @@ func (f RemediationField) Parse() (Remediation, error) {
 	}
 	r.Strategy = s
 	r.Test = f.Test
+	if f.Install != "" {
+		u, err := parseInstallRemediation(f.Install)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("install: %w", err))
+		}
+		r.UninstallInstalls = u
+	}
 	if f.Retries != nil {
 		if *f.Retries < 0 || *f.Retries > MaxRetries {
 			errs = append(errs, fmt.Errorf("retries: %d is not a number from 0 to %d", *f.Retries, MaxRetries))
@@ -223,7 +255,7 @@ func LoadRemediation(path string) ([]Remediation, error) {
 		dec := json.NewDecoder(bytes.NewReader(e.Remediation))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("entry %d (%s): remediation: not {readyTimeout: 5m, strategy: rollback|none, retries: 0, test: false}: %w", i, e.Kind, err)
+			return nil, fmt.Errorf("entry %d (%s): remediation: not {readyTimeout: 5m, strategy: rollback|none, retries: 0, test: false, install: keep|uninstall}: %w", i, e.Kind, err)
 		}
 		if out[i], err = f.Parse(); err != nil {
 			return nil, fmt.Errorf("entry %d (%s): remediation: %w", i, e.Kind, err)

@@ -28,6 +28,8 @@ func TestRemediationFor(t *testing.T) {
 		{"too many retries", map[string]string{RetriesAnnotation: "11"}, kind, `annotation platform.acme.com/remediation-retries: "11" is not a number from 0 to 10`},
 		{"tests", map[string]string{TestAnnotation: "true"}, Remediation{ReadyTimeout: 2 * time.Minute, Strategy: RemediateRollback, Test: true}, ""},
 		{"tests not a bool", map[string]string{TestAnnotation: "yes please"}, kind, `annotation platform.acme.com/test: "yes please" is not true or false`},
+		{"uninstall installs", map[string]string{InstallRemediationAnnotation: "uninstall"}, Remediation{ReadyTimeout: 2 * time.Minute, Strategy: RemediateRollback, UninstallInstalls: true}, ""},
+		{"unknown install remediation", map[string]string{InstallRemediationAnnotation: "delete"}, kind, `annotation platform.acme.com/remediation-install: "delete" is not one of keep, uninstall`},
 		{"empty strategy", map[string]string{RemediationAnnotation: ""}, kind, `annotation platform.acme.com/remediation: "" is not one of rollback, none`},
 	}
 	for _, tc := range tests {
@@ -50,11 +52,11 @@ func TestLoadRemediation(t *testing.T) {
 	path := filepath.Join(dir, "watches.yaml")
 	g.Expect(os.WriteFile(path, []byte(`
 - {group: a.example.com, version: v1, kind: A, chart: c}
-- {group: a.example.com, version: v1, kind: B, chart: c, remediation: {readyTimeout: 1m, strategy: none, retries: 3, test: true}}
+- {group: a.example.com, version: v1, kind: B, chart: c, remediation: {readyTimeout: 1m, strategy: none, retries: 3, test: true, install: uninstall}}
 `), 0o600)).To(Succeed())
 	got, err := LoadRemediation(path)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal([]Remediation{DefaultRemediation(), {ReadyTimeout: time.Minute, Strategy: RemediateNone, Retries: 3, Test: true}}))
+	g.Expect(got).To(Equal([]Remediation{DefaultRemediation(), {ReadyTimeout: time.Minute, Strategy: RemediateNone, Retries: 3, Test: true, UninstallInstalls: true}}))
 
 	for body, want := range map[string]string{
 		`[{kind: A, remediation: {readyTimeout: 0s}}]`:    `entry 0 (A): remediation: readyTimeout: "0s" is outside 10s to 24h`,

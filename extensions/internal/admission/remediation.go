@@ -11,7 +11,7 @@ import (
 // that can be wrong (watchconfig.Remediation.For); the retry annotation
 // takes any value. The matchConditions of config/webhook/manifests.yaml
 // name the same ones.
-var remediationAnnotations = []string{watchconfig.ReadyTimeoutAnnotation, watchconfig.RemediationAnnotation, watchconfig.RetriesAnnotation, watchconfig.TestAnnotation}
+var remediationAnnotations = []string{watchconfig.ReadyTimeoutAnnotation, watchconfig.RemediationAnnotation, watchconfig.RetriesAnnotation, watchconfig.TestAnnotation, watchconfig.InstallRemediationAnnotation}
 
 // remediationErrors refuses each remediation annotation of obj that does
 // not parse, with the runtime's message.
