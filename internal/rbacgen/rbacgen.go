@@ -110,22 +110,11 @@ func Section(in Input) (string, error) {
 	return b.String(), nil
 }
 
-// objects are the objects the runtime creates: the manifest's and those of
-// hooks other than test hooks (`helm test` is not run by the operator).
+// objects are the objects the runtime creates: the manifest's and its
+// hooks', test hooks included (the runtime runs a chart's tests when the
+// kind or the resource asks, see actionpath/charttests.go).
 func objects(manifest, hooks []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := append([]*unstructured.Unstructured{}, manifest...)
-	for _, h := range hooks {
-		test := true
-		for _, t := range strings.Split(h.GetAnnotations()["helm.sh/hook"], ",") {
-			if t = strings.TrimSpace(t); t != "test" && t != "test-success" && t != "test-failure" {
-				test = false
-			}
-		}
-		if !test {
-			out = append(out, h)
-		}
-	}
-	return out
+	return append(append([]*unstructured.Unstructured{}, manifest...), hooks...)
 }
 
 // resourceOf names the resource of a kind the way the API server's

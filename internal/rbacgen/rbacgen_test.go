@@ -67,7 +67,8 @@ subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
 		"- apiGroups: [demo.example.com]\n  resources: [demos]\n  verbs: [get, list, watch, update, patch]\n",
 		"  resources: [demos/status]\n  verbs: [get, update, patch]\n",
 		"  resources: [demos/finalizers]\n  verbs: [update]\n",
-		"- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		// The test hook's Pod too: the runtime runs a chart's tests when asked.
+		"- apiGroups: [\"\"]\n  resources: [configmaps, pods]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
 		"- apiGroups: [batch]\n  resources: [jobs]\n",
 		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n",
 		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [view]\n",
@@ -75,9 +76,6 @@ subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks\n%s\ngot:\n%s", want, got)
 		}
-	}
-	if strings.Contains(got, "pods") {
-		t.Errorf("a test hook's Pod got a rule:\n%s", got)
 	}
 	if !strings.HasPrefix(got, Begin+"\n") || !strings.HasSuffix(got, End+"\n") {
 		t.Errorf("section is not between the markers:\n%s", got)
