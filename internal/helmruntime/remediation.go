@@ -96,9 +96,7 @@ func revisionInfoOf(rel release.Release, appliedAt time.Time) revisionInfo {
 	return info
 }
 
-// remediationMetric counts the remediations of each kind by action.
-type remediationMetric = prometheus.CounterVec
-
+// newRemediationMetric counts the remediations of each kind by action.
 func newRemediationMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "platform_operator_remediations_total",

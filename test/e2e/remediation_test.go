@@ -162,7 +162,7 @@ func TestReliabilityRestartDuringTheWait(t *testing.T) {
 	out, err = env.Kubectl("wait", "-n", ns, "--for=condition=Ready", "holdhook/"+name, "--timeout=60s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Consistently(func() ([]string, error) { return env.ReleaseRevisions(ctx, ns, name) }).
-		WithTimeout(20 * time.Second).WithPolling(time.Second).Should(HaveLen(3), "one rollback, not two")
+		WithTimeout(20*time.Second).WithPolling(time.Second).Should(HaveLen(3), "one rollback, not two")
 	status, reason, msg := env.ConditionOf(g, holdHookGVK, ns, name, "Stalled")
 	g.Expect([]string{status, reason}).To(Equal([]string{"True", "RolledBack"}), msg)
 }
