@@ -197,7 +197,8 @@ func (c *testingClient) run(cur *hrelease.Release) {
 		if len(failed) > 0 {
 			what = "test " + strings.Join(failed, ", ")
 		}
-		res.Message = fmt.Sprintf("%s of revision %d failed: %v", what, cur.Version, runErr)
+		// Helm's error spans lines ("1 error occurred:\n\t* pod x failed").
+		res.Message = fmt.Sprintf("%s of revision %d failed: %s", what, cur.Version, strings.Join(strings.Fields(runErr.Error()), " "))
 		if logs := c.lastLines(rt, rel, failed); logs != "" {
 			res.Message += "; " + logs
 		}
