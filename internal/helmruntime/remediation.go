@@ -170,7 +170,9 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 			st[k] = runtime.DeepCopyJSONValue(known[k])
 		}
 	}
-	history := readHistory(st)
+	// Entries of known that st lacks are kept: a status written from an
+	// older copy must not drop a revision recorded since.
+	history := mergeHistory(readHistory(st), readHistory(known))
 	rec, hasRec := remediationOf(st)
 	if e.rev.revision > 0 && e.rev.revision == e.release.Revision {
 		i := sort.Search(len(history), func(i int) bool { return history[i].Revision <= e.rev.revision })
@@ -192,7 +194,11 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 			}
 			history = append(history[:i], append([]historyEntry{h}, history[i:]...)...)
 		}
-		if v.Ready && !history[i].Ready {
+		// A revision remediated for not becoming Ready is not judged
+		// again: what is judged after its rollback, before this process
+		// saw the rollback, is the rollback's objects.
+		remediated := hasRec && rec.Revision == e.rev.revision && rec.SameSpec(obj)
+		if v.Ready && !history[i].Ready && !remediated {
 			history[i].Ready = true
 			history[i].ReadyAt = now.UTC().Format(time.RFC3339)
 			if e.rev.tests > 0 && e.rev.testsRan || v.Tested {
@@ -226,6 +232,43 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 		st["history"] = historyValue(history)
 	}
 	return st
+}
+
+// mergeHistory returns a with the entries of b whose revision it lacks,
+// newest first; for a revision both hold, the entry that says more wins
+// (Ready, a test outcome, a remediation), and a's when they say as much
+// or were applied at different times (a number reused after an
+// uninstall: a is the newer).
+func mergeHistory(a, b []historyEntry) []historyEntry {
+	byRev := make(map[int]historyEntry, len(a)+len(b))
+	for _, h := range a {
+		byRev[h.Revision] = h
+	}
+	for _, h := range b {
+		cur, ok := byRev[h.Revision]
+		switch {
+		case !ok:
+			byRev[h.Revision] = h
+		case cur.AppliedAt != h.AppliedAt:
+		default:
+			if h.Ready && !cur.Ready {
+				cur.Ready, cur.ReadyAt = true, h.ReadyAt
+			}
+			if cur.Test == "" {
+				cur.Test = h.Test
+			}
+			if cur.Remediation == "" {
+				cur.Remediation = h.Remediation
+			}
+			byRev[h.Revision] = cur
+		}
+	}
+	out := make([]historyEntry, 0, len(byRev))
+	for _, h := range byRev {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Revision > out[j].Revision })
+	return out
 }
 
 // remediationOf reads status.remediation of st.
@@ -348,8 +391,19 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 			break
 		}
 	}
+	// A retry of a spec rolled back before is tried once its rollback was
+	// Ready: it goes back to that rollback.
+	var retried *actionpath.Remediation
+	if old, ok := remediationOf(st); ok && old.Action == actionpath.RemediationRollback && old.SameSpec(obj) &&
+		old.RolledBackAs > 0 && old.RolledBackAs < r.Revision {
+		retried = &old
+	}
 	d := &decision{fresh: true}
 	switch {
+	case retried != nil && policy.Strategy != watchconfig.RemediateNone:
+		rec.Action, rec.To, rec.Message = actionpath.RemediationRollback, retried.RolledBackAs, why
+		rec.Attempt, rec.RetriesLeft = retried.Attempt+1, max(retried.RetriesLeft-1, 0)
+		d.wake = true
 	case e.rev.rollbackTo > 0:
 		rec.Message = why + fmt.Sprintf("; it is a rollback to revision %d, and is left as it is", e.rev.rollbackTo)
 	case policy.Strategy == watchconfig.RemediateNone:
@@ -364,10 +418,6 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 	default:
 		rec.Action, rec.To, rec.Message = actionpath.RemediationRollback, prev.Revision, why
 		rec.Attempt, rec.RetriesLeft = 1, policy.Retries
-		if old, ok := remediationOf(st); ok && old.Action == actionpath.RemediationRollback && old.SameSpec(obj) {
-			// A retry of a spec rolled back before.
-			rec.Attempt, rec.RetriesLeft = old.Attempt+1, max(old.RetriesLeft-1, 0)
-		}
 		d.wake = true
 	}
 	d.rec = rec
