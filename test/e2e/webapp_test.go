@@ -123,7 +123,7 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = env.Kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "AGE"}))
+	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "REMEDIATED", "AGE"}))
 	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+example/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
 
 	t.Log("the password is not in the WebApp (status included) nor in events")
