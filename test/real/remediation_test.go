@@ -19,7 +19,7 @@ import (
 // of the others.
 func probeService(ns, host string, n int) (answered int, failed []string, err error) {
 	script := fmt.Sprintf(`for i in $(seq %d); do
-  line=$(timeout 2 bash -c 'exec 3<>/dev/tcp/%s/80 && printf "GET / HTTP/1.0\r\nHost: %s\r\n\r\n" >&3 && head -1 <&3' 2>&1 | tr -d '\r')
+  line=$(timeout 5 bash -c 'exec 3<>/dev/tcp/%s/80 && printf "GET / HTTP/1.0\r\nHost: %s\r\n\r\n" >&3 && head -1 <&3' 2>&1 | tr -d '\r')
   echo "probe: ${line:-no answer}"
   sleep 0.2
 done`, n, host, host)
