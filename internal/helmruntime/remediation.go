@@ -496,9 +496,3 @@ func (t *readyTracker) policyOf(obj client.Object) watchconfig.Remediation {
 	p, _ := t.remediation.For(obj.GetAnnotations()) // the webhook refuses bad annotations; the kind's apply
 	return p
 }
-
-// nestedStatus returns u's status, or nil.
-func nestedStatus(u *unstructured.Unstructured) map[string]any {
-	st, _ := u.Object["status"].(map[string]any)
-	return st
-}

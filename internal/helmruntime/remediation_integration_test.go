@@ -320,3 +320,9 @@ func TestRemediationUninstallsAFirstInstall(t *testing.T) {
 	g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil())
 	g.Consistently(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(12 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1}))
 }
+
+// nestedStatus returns u's status, or nil.
+func nestedStatus(u *unstructured.Unstructured) map[string]any {
+	st, _ := u.Object["status"].(map[string]any)
+	return st
+}
