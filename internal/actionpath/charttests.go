@@ -19,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/acme/platform-operator/internal/manifest"
+	"github.com/acme/platform-operator/internal/references"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
@@ -200,7 +203,7 @@ func (c *testingClient) run(cur *hrelease.Release) {
 		// Helm's error spans lines ("1 error occurred:\n\t* pod x failed").
 		res.Message = fmt.Sprintf("%s of revision %d failed: %s", what, cur.Version, strings.Join(strings.Fields(runErr.Error()), " "))
 		if logs := c.lastLines(rt, rel, failed); logs != "" {
-			res.Message += "; " + logs
+			res.Message += "; " + manifest.RedactText(logs, c.secretValues(cfg, rel))
 		}
 		c.recorder.Event(c.t.obj, corev1.EventTypeWarning, ReasonTestFailed, res.Message)
 	}
@@ -245,6 +248,47 @@ func (c *testingClient) lastLines(rt *action.ReleaseTesting, rel *hrelease.Relea
 		parts = append(parts, fmt.Sprintf("Pod %s logged: %s", name, text))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// secretValues lists the values a test Pod's log must not carry into an
+// Event: those of the Secrets the release renders, and those of the
+// Secrets its test Pods read (environment, envFrom, volumes). A Secret
+// that cannot be read is skipped; its name is logged.
+func (c *testingClient) secretValues(cfg *action.Configuration, rel *hrelease.Release) []string {
+	all := rel.Manifest
+	var reads []references.Ref
+	for _, h := range rel.Hooks {
+		all += "\n---\n" + h.Manifest
+		if !isTestHook(h) || h.Kind != "Pod" {
+			continue
+		}
+		var pod corev1.Pod
+		if err := yaml.Unmarshal([]byte(h.Manifest), &pod); err == nil {
+			reads = append(reads, references.FromPodSpec(&pod.Spec)...)
+		}
+	}
+	values := manifest.SecretValues(all)
+	if len(reads) == 0 {
+		return values
+	}
+	cs, err := cfg.KubernetesClientSet()
+	if err != nil {
+		return values
+	}
+	for _, ref := range reads {
+		if ref.Kind != references.Secret {
+			continue
+		}
+		sec, err := cs.CoreV1().Secrets(rel.Namespace).Get(context.Background(), ref.Name, metav1.GetOptions{})
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				c.log.Error(err, "Cannot read a Secret a test Pod reads, to keep its values out of the Event", "release", c.t.key(), "secret", ref.Name)
+			}
+			continue
+		}
+		values = append(values, manifest.DataValues(sec.Data)...)
+	}
+	return values
 }
 
 // deletePods deletes the test Pods of rel: the outcome is recorded, and

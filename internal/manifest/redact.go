@@ -1,7 +1,9 @@
 package manifest
 
 import (
+	"encoding/base64"
 	"regexp"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -100,4 +102,105 @@ func redactSecrets(obj map[string]interface{}) bool {
 		return found
 	}
 	return false
+}
+
+// minRedactedLength is the shortest Secret value RedactText looks for: a
+// shorter one ("1", "no") would blank out ordinary words of the text
+// while protecting nothing a guess would not find.
+const minRedactedLength = 4
+
+// SecretValues returns the values of the Secrets in manifest (data
+// decoded from base64, and stringData), each once, longest first, for
+// RedactText.
+func SecretValues(manifest string) []string {
+	seen := map[string]bool{}
+	_, _ = mapDocuments(manifest, func(doc string) (string, error) {
+		var obj map[string]interface{}
+		if strings.TrimSpace(doc) == "" || yaml.Unmarshal([]byte(doc), &obj) != nil || obj == nil {
+			return doc, nil
+		}
+		collectSecretValues(obj, seen)
+		return doc, nil
+	})
+	return sortedValues(seen)
+}
+
+// DataValues returns the values of a Secret's data, each once, longest
+// first, for RedactText.
+func DataValues(data map[string][]byte) []string {
+	seen := map[string]bool{}
+	for _, v := range data {
+		seen[string(v)] = true
+	}
+	return sortedValues(seen)
+}
+
+func collectSecretValues(obj map[string]interface{}, seen map[string]bool) {
+	switch obj["kind"] {
+	case "Secret":
+		if data, ok := obj["data"].(map[string]interface{}); ok {
+			for _, v := range data {
+				if s, ok := v.(string); ok {
+					if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
+						seen[string(raw)] = true
+					}
+				}
+			}
+		}
+		if data, ok := obj["stringData"].(map[string]interface{}); ok {
+			for _, v := range data {
+				if s, ok := v.(string); ok {
+					seen[s] = true
+				}
+			}
+		}
+	case "List":
+		items, _ := obj["items"].([]interface{})
+		for _, item := range items {
+			if m, ok := item.(map[string]interface{}); ok {
+				collectSecretValues(m, seen)
+			}
+		}
+	}
+}
+
+// sortedValues lists the keys of seen of at least minRedactedLength
+// bytes, longest first (so a value that contains another is replaced
+// whole), and each line of a value of several lines on its own too: a
+// log is read line by line.
+func sortedValues(seen map[string]bool) []string {
+	all := map[string]bool{}
+	for v := range seen {
+		all[strings.TrimSpace(v)] = true
+		for _, line := range strings.Split(v, "\n") {
+			all[strings.TrimSpace(line)] = true
+		}
+	}
+	out := make([]string, 0, len(all))
+	for v := range all {
+		if len(v) >= minRedactedLength {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) > len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// RedactText returns text with every occurrence of each of values
+// replaced by [RedactedValue]. values is what SecretValues or DataValues
+// returned, or several such lists joined.
+func RedactText(text string, values []string) string {
+	seen := map[string]bool{}
+	for _, v := range values {
+		seen[v] = true
+	}
+	for _, v := range sortedValues(seen) {
+		text = strings.ReplaceAll(text, v, RedactedValue)
+	}
+	return text
 }

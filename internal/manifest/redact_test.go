@@ -105,3 +105,24 @@ items:
 		})
 	}
 }
+
+func TestRedactText(t *testing.T) {
+	g := NewWithT(t)
+	values := SecretValues(manifestWithSecret)
+	// "app" is too short to look for; the ConfigMap is not a Secret.
+	g.Expect(values).To(Equal([]string{"hunter2hunter2", "secret-token"}))
+
+	log := "connecting as app with hunter2hunter2\nAuthorization: Bearer secret-token\npassword not-a-secret-in-a-configmap"
+	out := RedactText(log, values)
+	g.Expect(out).NotTo(ContainSubstring("hunter2"))
+	g.Expect(out).NotTo(ContainSubstring("secret-token"))
+	g.Expect(out).To(ContainSubstring("connecting as app with REDACTED"))
+	g.Expect(out).To(ContainSubstring("not-a-secret-in-a-configmap"))
+
+	// A certificate or key of several lines is looked for line by line too,
+	// longest first so a value that holds another is replaced whole.
+	multi := DataValues(map[string][]byte{"tls.key": []byte("-----BEGIN KEY-----\nAAAABBBBCCCC\n-----END KEY-----\n"), "short": []byte("AAAA")})
+	g.Expect(multi[0]).To(HavePrefix("-----BEGIN KEY-----\nAAAABBBBCCCC"))
+	g.Expect(RedactText("key line: AAAABBBBCCCC", multi)).To(Equal("key line: REDACTED"))
+	g.Expect(RedactText("id AAAA", multi)).To(Equal("id REDACTED"))
+}
