@@ -1,6 +1,8 @@
 package readiness
 
 import (
+	"fmt"
+
 	"github.com/acme/platform-operator/internal/references"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -45,8 +47,31 @@ func Observe(u *unstructured.Unstructured) Health {
 	}
 	if h.Status != kstatus.CurrentStatus {
 		h.WaitingForPods = waitingForPods(u)
+		if msg, ok := rolloutMessage(u); ok {
+			h.Message = msg
+		}
 	}
 	return h
+}
+
+// rolloutMessage says where a rolling update of a Deployment stands, in
+// place of kstatus's wording for it ("Pending termination: 1" while the
+// Pod of the old template keeps serving and the new one cannot start).
+func rolloutMessage(u *unstructured.Unstructured) (string, bool) {
+	if u.GroupVersionKind().GroupKind().String() != "Deployment.apps" {
+		return "", false
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	if observed < u.GetGeneration() || !rollingOut(u, want) {
+		return "", false
+	}
+	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
+	replicas, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+	return fmt.Sprintf("rolling out: %d of %d Pod(s) of the new template created, %d of the old one still running", updated, want, replicas-updated), true
 }
 
 // waitingForPods reports whether u is a Deployment, StatefulSet or

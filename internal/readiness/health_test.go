@@ -89,6 +89,9 @@ func TestObserveWaitingForPods(t *testing.T) {
 			g := NewWithT(t)
 			h := Observe(tc.obj)
 			g.Expect(h.WaitingForPods).To(Equal(tc.want))
+			if tc.name == "rolling out: the old Pods ready, the new one not" {
+				g.Expect(h.Message).To(Equal("rolling out: 1 of 1 Pod(s) of the new template created, 1 of the old one still running"))
+			}
 			Stash(tc.obj, h)
 			back, _ := Stashed(tc.obj)
 			g.Expect(back).To(Equal(h), "the flag survives the cache")
