@@ -209,9 +209,10 @@ func TestFailingChartTestRollsBack(t *testing.T) {
 	status, reason, msg := cluster.ConditionOf(g, testkit.NginxGVK, ns, name, "Stalled")
 	g.Expect([]string{status, reason}).To(Equal([]string{"True", "RolledBack"}), msg)
 	g.Expect(msg).To(ContainSubstring("revision 2 failed its tests"))
-	out, err = cluster.HTTPGet(ns, name+"."+ns+".svc.cluster.local", 80, "/")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(ContainSubstring("v1"), "the rolled-back page")
+	// The rollback replaces the Pods; until kube-proxy has dropped the old
+	// Pod's endpoint a connection can still be sent to it.
+	g.Eventually(func() (string, error) { return cluster.HTTPGet(ns, name+"."+ns+".svc.cluster.local", 80, "/") }).
+		WithTimeout(time.Minute).WithPolling(2*time.Second).Should(ContainSubstring("v1"), "the rolled-back page")
 	pods, err := cluster.Kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=test", "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred(), pods)
 	g.Expect(strings.TrimSpace(pods)).To(BeEmpty(), "test Pods are deleted")
