@@ -30,6 +30,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,6 +57,12 @@ type Config struct {
 	// holds, so that the storage reads them by name rather than listing
 	// the namespace's (helmstorage.NewIndexedMemo).
 	Records helmstorage.RecordIndex
+	// ServiceAccountName, when set, is the ServiceAccount of each
+	// release's namespace that Helm's Kubernetes client acts as
+	// (impersonation): a release may do to the cluster what that
+	// ServiceAccount may, not what the operator may. The release records
+	// are still read and written with the operator's own rights.
+	ServiceAccountName string
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -72,6 +79,7 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	restConfig.Wrap(reads.wrap)
 	configGetter, err := helmclient.NewActionConfigGetter(restConfig, c.Mapper,
 		helmclient.ClientNamespaceMapper(c.ReleaseNamespace),
+		helmclient.ClientRestConfigMapper(c.actAs),
 		helmclient.StorageDriverMapper(func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 			d, err := storage(ctx, obj, cfg)
 			if err != nil {
@@ -107,6 +115,22 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	return rollbackForce{forced: forced, unforced: unforced}, nil
 }
 
+// actAs returns the REST configuration Helm's Kubernetes client uses for
+// obj's release: base as it is, or impersonating the kind's ServiceAccount
+// in the release's namespace.
+func (c Config) actAs(_ context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	if c.ServiceAccountName == "" {
+		return cfg, nil
+	}
+	ns, err := c.ReleaseNamespace(obj)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(ns, c.ServiceAccountName)}
+	return cfg, nil
+}
+
 // RollbackForceAnnotation, "false" on a custom resource, makes the
 // rollback of its failed upgrades patch the objects back instead of
 // replacing them (Helm's rollback without --force), as in operator-sdk's
@@ -123,10 +147,15 @@ type rollbackForce struct {
 }
 
 func (g rollbackForce) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	getter := g.forced
 	if force, err := strconv.ParseBool(obj.GetAnnotations()[RollbackForceAnnotation]); err == nil && !force {
-		return g.unforced.ActionClientFor(ctx, obj)
+		getter = g.unforced
 	}
-	return g.forced.ActionClientFor(ctx, obj)
+	ac, err := getter.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return uninstallCauses{ActionInterface: ac}, nil
 }
 
 // builder completes the library's action configurations.

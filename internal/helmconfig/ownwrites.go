@@ -18,6 +18,8 @@ type updatingKubeClient struct {
 	*interruptibleKubeClient
 	writes *ownwrites.Registry
 	reads  *updateReads
+	// deletes keeps the errors of Delete (deleteerrors.go).
+	deletes deleteErrors
 }
 
 // updating wraps kc when it is Helm's client.

@@ -48,6 +48,10 @@ type objectReads struct {
 }
 
 type recordedRead struct {
+	// as is the user the read was sent as (the Impersonate-User header,
+	// "" for the operator itself): a read is answered only to the same
+	// user, so one release's identity never sees what another could read.
+	as     string
 	header http.Header
 	body   []byte
 }
@@ -98,6 +102,10 @@ func (u *updateReads) begin(paths []string) (end func()) {
 	}
 }
 
+// impersonateUserHeader is the header client-go's impersonation sets
+// below the wrappers of a REST configuration (rest.Config.Wrap).
+const impersonateUserHeader = "Impersonate-User"
+
 func (u *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	u.mu.Lock()
 	o := u.objects[req.URL.Path]
@@ -115,7 +123,8 @@ func (u *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.mu.Unlock()
 		return u.next.RoundTrip(req)
 	}
-	if r := o.read; r != nil {
+	as := req.Header.Get(impersonateUserHeader)
+	if r := o.read; r != nil && r.as == as {
 		u.mu.Unlock()
 		readsAnswered.Inc()
 		return &http.Response{
@@ -139,7 +148,7 @@ func (u *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	u.mu.Lock()
 	if cur := u.objects[req.URL.Path]; cur == o && o.writes == writes {
-		o.read = &recordedRead{header: resp.Header.Clone(), body: body}
+		o.read = &recordedRead{as: as, header: resp.Header.Clone(), body: body}
 	}
 	u.mu.Unlock()
 	return resp, nil

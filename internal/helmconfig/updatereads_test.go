@@ -89,3 +89,42 @@ func TestUpdateReadsReadEachObjectOncePerUpdate(t *testing.T) {
 		t.Errorf("objects held after the update: %v", reads.objects)
 	}
 }
+
+// TestUpdateReadsAnswerTheSameUserOnly: a read sent as one user (a
+// release's ServiceAccount) is not answered to another from memory.
+func TestUpdateReadsAnswerTheSameUserOnly(t *testing.T) {
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	reads := &updateReads{}
+	client := &http.Client{Transport: reads.wrap(http.DefaultTransport)}
+	const web = "/apis/apps/v1/namespaces/shop/deployments/web"
+	get := func(as string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+web, nil)
+		if as != "" {
+			req.Header.Set(impersonateUserHeader, as)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	end := reads.begin([]string{web})
+	defer end()
+	get("system:serviceaccount:shop:deployer")
+	get("system:serviceaccount:shop:deployer")
+	if gets.Load() != 1 {
+		t.Fatalf("the same user: %d reads reached the server, want 1", gets.Load())
+	}
+	get("")
+	get("system:serviceaccount:shop:other")
+	if gets.Load() != 3 {
+		t.Errorf("other users: %d reads reached the server, want 3", gets.Load())
+	}
+}

@@ -59,6 +59,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	serviceAccounts, err := watchconfig.LoadServiceAccountNames(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -74,6 +78,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	rt.images = images
 	rt.confinements = confinements
 	rt.remediation = remediations
+	rt.serviceAccounts = serviceAccounts
 	return supervisor.Run(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -90,6 +95,9 @@ type runtimeState struct {
 	confinements []release.Confinement
 	// remediation are the remediations of the watches, in their order.
 	remediation []watchconfig.Remediation
+	// serviceAccounts are the identities of the watches' releases, in
+	// their order ("": the operator's own).
+	serviceAccounts []string
 	log         logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
@@ -196,6 +204,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	}
 	watchconfig.SetConfinement(resolved, rt.confinements)
 	watchconfig.SetRemediation(resolved, rt.remediation)
+	watchconfig.SetServiceAccountNames(resolved, rt.serviceAccounts)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		rt.activity.Elected()

@@ -61,6 +61,10 @@ type ResolvedWatch struct {
 	// Remediation is what happens to a revision that does not become
 	// Ready in time (LoadRemediation reads it).
 	Remediation Remediation
+	// ServiceAccountName, when set, is the ServiceAccount of each
+	// release's namespace the runtime acts as for the kind's releases
+	// (LoadServiceAccountNames reads it).
+	ServiceAccountName string
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
