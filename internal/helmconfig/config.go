@@ -57,12 +57,13 @@ type Config struct {
 	// holds, so that the storage reads them by name rather than listing
 	// the namespace's (helmstorage.NewIndexedMemo).
 	Records helmstorage.RecordIndex
-	// ServiceAccountName, when set, is the ServiceAccount of each
-	// release's namespace that Helm's Kubernetes client acts as
-	// (impersonation): a release may do to the cluster what that
-	// ServiceAccount may, not what the operator may. The release records
-	// are still read and written with the operator's own rights.
-	ServiceAccountName string
+	// ServiceAccountFor, when set, names the ServiceAccount of obj's
+	// release namespace ns that Helm's Kubernetes client acts as for obj
+	// (impersonation), "" for the operator's own rights: a release may do
+	// to the cluster what that ServiceAccount may, not what the operator
+	// may. The release records are still read and written with the
+	// operator's rights.
+	ServiceAccountFor func(ctx context.Context, obj client.Object, ns string) (string, error)
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -116,18 +117,24 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 }
 
 // actAs returns the REST configuration Helm's Kubernetes client uses for
-// obj's release: base as it is, or impersonating the kind's ServiceAccount
-// in the release's namespace.
-func (c Config) actAs(_ context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
+// obj's release: base as it is, or impersonating the ServiceAccount
+// ServiceAccountFor names in the release's namespace.
+func (c Config) actAs(ctx context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
 	cfg := rest.CopyConfig(base)
-	if c.ServiceAccountName == "" {
+	if c.ServiceAccountFor == nil {
 		return cfg, nil
 	}
 	ns, err := c.ReleaseNamespace(obj)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(ns, c.ServiceAccountName)}
+	sa, err := c.ServiceAccountFor(ctx, obj, ns)
+	if err != nil {
+		return nil, fmt.Errorf("find the ServiceAccount to act as: %w", err)
+	}
+	if sa != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(ns, sa)}
+	}
 	return cfg, nil
 }
 

@@ -45,17 +45,8 @@ func TestReleaseActsAsTheKindsServiceAccount(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing written: %v", err)
 
 	t.Log("the namespace grants the ServiceAccount its ConfigMaps: the release installs")
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crate-deployer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
-	}
-	g.Expect(k8s.Create(ctx, role)).To(Succeed())
-	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crate-deployer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "crate-deployer"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "crate-deployer"}},
-	})).To(Succeed())
+	grantConfigMaps(t, k8s, ns, "crate-deployer")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crate-deployer"}}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(crate), crate)).To(Succeed())
 	g.Expect(unstructured.SetNestedField(crate.Object, "v2", "spec", "data")).To(Succeed())
 	g.Expect(k8s.Update(ctx, crate)).To(Succeed())
@@ -81,4 +72,85 @@ func TestReleaseActsAsTheKindsServiceAccount(t *testing.T) {
 	expectGone(t, k8s, crate)
 	err = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "first-box"}, cm)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap is uninstalled: %v", err)
+}
+
+// TestNamespaceNamesTheReleaseServiceAccount: a namespace's
+// platform.acme.com/release-service-account annotation makes the releases
+// in it act as that ServiceAccount, whatever their kind says (a Box's
+// kind names none); a namespace without it leaves the kind's choice.
+func TestNamespaceNamesTheReleaseServiceAccount(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+	namespace := &corev1.Namespace{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Name: ns}, namespace)).To(Succeed())
+	namespace.Annotations = map[string]string{ReleaseServiceAccountAnnotation: "tenant-deployer"}
+	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+
+	box := helmtest.CR("Box", ns, "ruled", map[string]any{"data": "v1"}, nil)
+	g.Expect(k8s.Create(ctx, box)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur, err := getCR(ctx, k8s, box)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(conditionOf(cur, "ReleaseFailed")["message"]).To(ContainSubstring(
+			fmt.Sprintf(`User "system:serviceaccount:%s:tenant-deployer" cannot`, ns)))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	t.Log("the annotation removed: the Box installs with the operator's rights")
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Name: ns}, namespace)).To(Succeed())
+	delete(namespace.Annotations, ReleaseServiceAccountAnnotation)
+	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(box), box)).To(Succeed())
+	g.Expect(unstructured.SetNestedField(box.Object, "retry", "spec", "data")).To(Succeed())
+	g.Expect(k8s.Update(ctx, box)).To(Succeed())
+	expectDeployed(t, k8s, box)
+}
+
+// TestUninstallInADeletedNamespaceNeedsNoServiceAccountRights: when a
+// namespace is deleted its RoleBindings go at the same time as its
+// resources, so the uninstalls of the releases in it run with the
+// operator's rights; a forbidden uninstall would hold the resource's
+// finalizer, and the namespace, forever. (envtest runs no namespace
+// controller: the namespace stays Terminating, and the test deletes the
+// resource itself.)
+func TestUninstallInADeletedNamespaceNeedsNoServiceAccountRights(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+	binding := grantConfigMaps(t, k8s, ns, "crate-deployer")
+	crate := helmtest.CR("Crate", ns, "last", map[string]any{"data": "v1"}, nil)
+	g.Expect(k8s.Create(ctx, crate)).To(Succeed())
+	expectDeployed(t, k8s, crate)
+
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, crate)).To(Succeed())
+	expectGone(t, k8s, crate)
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "last-box"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap is uninstalled: %v", err)
+}
+
+// grantConfigMaps gives the ServiceAccount sa of ns every right on the
+// namespace's ConfigMaps (a Role and its RoleBinding, both named sa), and
+// returns the RoleBinding.
+func grantConfigMaps(t *testing.T, k8s client.Client, ns, sa string) *rbacv1.RoleBinding {
+	t.Helper()
+	g := NewWithT(t)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+	}
+	g.Expect(k8s.Create(t.Context(), role)).To(Succeed())
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	g.Expect(k8s.Create(t.Context(), binding)).To(Succeed())
+	return binding
 }

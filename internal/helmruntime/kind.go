@@ -101,7 +101,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
 		Capabilities: caps, HookTimeout: rt.hookTimeout, OwnWrites: ownWrites,
-		Records: records, ServiceAccountName: rw.ServiceAccountName,
+		Records:           records,
+		ServiceAccountFor: releaseIdentity{namespaces: mgr.GetClient(), kindDefault: rw.ServiceAccountName}.serviceAccountFor,
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)

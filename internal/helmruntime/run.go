@@ -98,7 +98,7 @@ type runtimeState struct {
 	// serviceAccounts are the identities of the watches' releases, in
 	// their order ("": the operator's own).
 	serviceAccounts []string
-	log         logr.Logger
+	log             logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
 	activity *actionpath.Activity
