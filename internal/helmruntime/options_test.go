@@ -229,7 +229,7 @@ func TestLoadTestWatches(t *testing.T) {
 	for _, rw := range rws {
 		byKind[strings.ToLower(rw.GVK.Kind)] = rw
 	}
-	g.Expect(byKind).To(HaveLen(6))
+	g.Expect(byKind).To(HaveLen(7))
 	g.Expect(byKind["widget"].WatchDependentResources).To(BeTrue())
 	g.Expect(byKind["widget"].OverrideValues).To(Equal(map[string]string{"enforced": "from-operator"}))
 	g.Expect(byKind["widget"].ReconcilePeriod).To(Equal(time.Hour))
@@ -239,4 +239,5 @@ func TestLoadTestWatches(t *testing.T) {
 	g.Expect(byKind["ticker"].MaxConcurrentReconciles).To(Equal(3))
 	g.Expect(byKind["tenant"].Chart.Name()).To(Equal("tenant"))
 	g.Expect(byKind["vault"].Chart.Name()).To(Equal("vault"))
+	g.Expect(byKind["crate"].Chart.Name()).To(Equal("box"))
 }

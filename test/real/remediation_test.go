@@ -3,6 +3,7 @@ package real
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ done`, n, host, host)
 		}
 		var ms [3]int64
 		for i := range ms {
-			fmt.Sscan(f[i], &ms[i])
+			ms[i], _ = strconv.ParseInt(f[i], 10, 64) // 0 (1970) for a line cut short
 		}
 		probes = append(probes, probe{
 			at:         time.UnixMilli(ms[0]),
