@@ -1,5 +1,7 @@
 // Command rbacgen writes the Helm runtime's RBAC rules that the charts
-// need into config/rbac/role.yaml, between its BEGIN and END marker lines.
+// need into config/rbac/role.yaml, between its BEGIN and END marker lines,
+// and the ClusterRole a namespace's ServiceAccount needs for releases
+// applied as it into config/rbac/release_deployer_role.yaml.
 // `make manifests` runs it; --check (make verify-manifests) only fails when
 // the file is stale.
 package main
@@ -16,20 +18,21 @@ import (
 
 func main() {
 	in := rbacgen.Input{}
-	var role string
+	var role, deployer string
 	flag.StringVar(&in.Root, "root", ".", "repository root; the other paths are relative to it")
 	flag.StringVar(&in.Kinds, "kinds", "config/crd/kinds.yaml", "the chart-backed kinds")
 	flag.StringVar(&in.Samples, "samples", "config/samples", "the sample resources the charts are rendered with")
 	flag.StringVar(&role, "role", "config/rbac/role.yaml", "the ClusterRole file to update")
+	flag.StringVar(&deployer, "deployer-role", "config/rbac/release_deployer_role.yaml", "the release deployer ClusterRole file to write")
 	check := flag.Bool("check", false, "write nothing; fail if the role file is stale")
 	flag.Parse()
-	if err := run(in, filepath.Join(in.Root, role), *check); err != nil {
+	if err := run(in, filepath.Join(in.Root, role), filepath.Join(in.Root, deployer), *check); err != nil {
 		fmt.Fprintln(os.Stderr, "rbacgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in rbacgen.Input, rolePath string, check bool) error {
+func run(in rbacgen.Input, rolePath, deployerPath string, check bool) error {
 	section, err := rbacgen.Section(in)
 	if err != nil {
 		return err
@@ -42,11 +45,28 @@ func run(in rbacgen.Input, rolePath string, check bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", rolePath, err)
 	}
-	if bytes.Equal(out, current) {
+	deployer, err := rbacgen.DeployerRole(in)
+	if err != nil {
+		return err
+	}
+	if err := update(rolePath, out, check); err != nil {
+		return err
+	}
+	return update(deployerPath, []byte(deployer), check)
+}
+
+// update writes content to path unless it holds it already; with check it
+// only fails when it does not.
+func update(path string, content []byte, check bool) error {
+	current, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if bytes.Equal(current, content) {
 		return nil
 	}
 	if check {
-		return fmt.Errorf("%s is stale: run make manifests", rolePath)
+		return fmt.Errorf("%s is stale: run make manifests", path)
 	}
-	return os.WriteFile(rolePath, out, 0o644)
+	return os.WriteFile(path, content, 0o644)
 }

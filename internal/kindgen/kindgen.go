@@ -488,6 +488,13 @@ func (g *gen) derived() error {
 	if err := g.write(roleRel, spliced); err != nil {
 		return err
 	}
+	deployer, err := rbacgen.DeployerRole(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	if err != nil {
+		return err
+	}
+	if err := g.write("config/rbac/release_deployer_role.yaml", []byte(deployer)); err != nil {
+		return err
+	}
 	paths := csvgen.DefaultPaths(g.Root)
 	out, changed, err := csvgen.Generate(paths)
 	if err != nil {

@@ -66,7 +66,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/crd/kinds.yaml", "config/crd/kustomization.yaml", "config/crd/bases/demo.acme.com_podinfos.yaml",
 		"config/samples/demo_v1alpha1_podinfo.yaml", "config/samples/kustomization.yaml",
 		"config/rbac/podinfo_admin_role.yaml", "config/rbac/podinfo_editor_role.yaml", "config/rbac/podinfo_viewer_role.yaml",
-		"config/rbac/kustomization.yaml", "config/rbac/role.yaml",
+		"config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/release_deployer_role.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
 	}
 	got := changed(before, after)
@@ -85,10 +85,14 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		t.Errorf("kinds.yaml entry %+v, nameLimit %+v", k, *k.NameLimit)
 	}
 	role := string(after["config/rbac/role.yaml"])
-	for _, rule := range []string{"resources: [podinfos]", "resources: [podinfos/status]", "deployments (Nginx, Podinfo, WebApp)", "serviceaccounts (Nginx, Podinfo)"} {
+	for _, rule := range []string{"resources: [podinfos]", "resources: [podinfos/status]", "deployments (Nginx, Podinfo, WebApp)", "serviceaccounts (NamespaceTenant, Nginx, Podinfo)"} {
 		if !strings.Contains(role, rule) {
 			t.Errorf("role.yaml lacks %q", rule)
 		}
+	}
+	deployer := string(after["config/rbac/release_deployer_role.yaml"])
+	if !strings.Contains(deployer, "deployments (Nginx, Podinfo, WebApp)") {
+		t.Errorf("release_deployer_role.yaml lacks the new kind's Deployments:\n%s", deployer)
 	}
 	// helm create's starter has a test hook Pod, which the runtime runs
 	// when the kind or the resource asks for the chart's tests.
