@@ -233,6 +233,28 @@ func TestNamespaceTenantOptions(t *testing.T) {
 			},
 		},
 		{
+			// releaseIdentity: a ServiceAccount bound in the namespace to the
+			// release deployer ClusterRole, named on the Namespace next to its
+			// other annotations (which cannot replace it).
+			name: "release identity",
+			spec: `{namespaceName: app-y, adminUsername: sam, namespaceAnnotations: {owner: team-x@acme.com, platform.acme.com/release-service-account: other}, releaseIdentity: {enabled: true}}`,
+			check: func(g Gomega, r *Result) {
+				g.Expect(r.Get("Namespace", tenantNamespace).GetAnnotations()).To(Equal(map[string]string{
+					"owner": "team-x@acme.com", "platform.acme.com/release-service-account": "release-deployer",
+				}))
+				sa := r.Get("ServiceAccount", "release-deployer")
+				g.Expect(sa.GetNamespace()).To(Equal(tenantNamespace))
+				rb := r.Get("RoleBinding", "release-deployer")
+				g.Expect(rb.GetNamespace()).To(Equal(tenantNamespace))
+				g.Expect(field(g, rb, "roleRef")).To(Equal(map[string]interface{}{
+					"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "platform-operator-release-deployer",
+				}))
+				g.Expect(field(g, rb, "subjects")).To(Equal([]interface{}{
+					map[string]interface{}{"kind": "ServiceAccount", "name": "release-deployer", "namespace": tenantNamespace},
+				}))
+			},
+		},
+		{
 			// Quota overrides are merged over the tier's hard limits; integers
 			// are written as quantity strings.
 			name: "quota override",
