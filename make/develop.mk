@@ -15,9 +15,9 @@ manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen), the r
 KIND_API_VERSION = $(if $(filter command line,$(origin VERSION)),$(VERSION),v1alpha1)
 
 .PHONY: kind
-kind: ## Make a chart in helm-charts/ an API: CHART=helm-charts/x GROUP=x.acme.com KIND=X [VERSION=v1alpha1] [SCOPE=Cluster] (docs/adding-a-kind.md).
-	@test -n "$(CHART)" -a -n "$(GROUP)" -a -n "$(KIND)" || { echo "usage: make kind CHART=helm-charts/<chart> GROUP=<group> KIND=<Kind> [VERSION=v1alpha1] [SCOPE=Cluster]"; exit 2; }
-	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(KIND_API_VERSION)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped)
+kind: ## Make a chart in helm-charts/ an API: CHART=helm-charts/x GROUP=x.acme.com KIND=X [VERSION=v1alpha1] [SCOPE=Cluster] [ALLOW_OUTSIDE=1] (docs/adding-a-kind.md).
+	@test -n "$(CHART)" -a -n "$(GROUP)" -a -n "$(KIND)" || { echo "usage: make kind CHART=helm-charts/<chart> GROUP=<group> KIND=<Kind> [VERSION=v1alpha1] [SCOPE=Cluster] [ALLOW_OUTSIDE=1]"; exit 2; }
+	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(KIND_API_VERSION)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped) $(if $(ALLOW_OUTSIDE),--allow-outside)
 
 .PHONY: verify-manifests
 verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacgen's or csvgen's committed output is stale.

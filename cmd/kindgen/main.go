@@ -20,6 +20,7 @@ func main() {
 	flag.StringVar(&o.Kind, "kind", "", "kind, UpperCamelCase, e.g. Podinfo")
 	flag.StringVar(&o.Plural, "plural", "", "resource name (default: the lower-case plural of the kind)")
 	flag.BoolVar(&o.ClusterScoped, "cluster-scoped", false, "make the kind cluster-scoped")
+	flag.BoolVar(&o.AllowOutside, "allow-outside", false, "write into the new watches.yaml entry the confinement allowance for what the chart places outside a resource's namespace")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "kindgen: unexpected arguments %q\n", flag.Args())

@@ -28,6 +28,9 @@ type Render struct {
 	// From names the values: "sample <file>/<name>" or "ci/<file>".
 	From   string
 	Result *chartrender.Result
+	// Namespace is the namespace the chart was rendered for: the
+	// sample's, or chartrender.DefaultNamespace.
+	Namespace string
 }
 
 // Sample is one sample resource and the file it is in.
@@ -94,7 +97,7 @@ func RenderKind(chartDir string, gvk schema.GroupVersionKind, samples []Sample) 
 		if err != nil {
 			return nil, fmt.Errorf("render %s with %s: %w", chartDir, from, err)
 		}
-		out = append(out, Render{From: from, Result: res})
+		out = append(out, Render{From: from, Result: res, Namespace: renderNamespace(s.Object.GetNamespace())})
 	}
 	ciFiles, err := filepath.Glob(filepath.Join(chartDir, "ci", "*.yaml"))
 	if err != nil {
@@ -117,7 +120,7 @@ func RenderKind(chartDir string, gvk schema.GroupVersionKind, samples []Sample) 
 		if err != nil {
 			return nil, fmt.Errorf("render %s with %s: %w", chartDir, from, err)
 		}
-		out = append(out, Render{From: from, Result: res})
+		out = append(out, Render{From: from, Result: res, Namespace: renderNamespace(own[0].Object.GetNamespace())})
 	}
 	return out, nil
 }
@@ -166,6 +169,14 @@ func WithGenerated(ch *chart.Chart, spec map[string]any) (map[string]any, error)
 		}
 	}
 	return vals, nil
+}
+
+// renderNamespace is the namespace a sample in namespace is rendered for.
+func renderNamespace(namespace string) string {
+	if namespace == "" {
+		return chartrender.DefaultNamespace
+	}
+	return namespace
 }
 
 func render(ch *chart.Chart, name, namespace string, spec map[string]any) (*chartrender.Result, error) {

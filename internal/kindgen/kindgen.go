@@ -45,6 +45,11 @@ type Options struct {
 	// ClusterScoped makes the kind cluster-scoped (releases are then kept
 	// in the operator's namespace).
 	ClusterScoped bool
+	// AllowOutside writes, into a new watches.yaml entry, the confinement
+	// allowance for what the chart places outside a resource's namespace
+	// with its samples and ci/ values. Without it those objects are only
+	// reported, and such releases are refused.
+	AllowOutside bool
 	// Log receives one line per file written or kept.
 	Log io.Writer
 }
@@ -365,12 +370,44 @@ func (g *gen) watches() error {
 	}
 	for _, e := range entries {
 		if e.Group == g.Group && e.Kind == g.Kind {
-			fmt.Fprintf(g.Log, "kept      %s (lists %s already)\n", rel, g.Kind)
-			return nil
+			return g.allowInEntry(rel, data)
 		}
 	}
+	allow, err := g.reportConfinement()
+	if err != nil {
+		return err
+	}
 	entry := fmt.Sprintf("- group: %s\n  version: %s\n  kind: %s\n  chart: %s\n  watchDependentResources: true\n", g.Group, g.Version, g.Kind, g.Chart)
-	return g.write(rel, []byte(strings.TrimRight(string(data), "\n")+"\n"+entry))
+	return g.write(rel, []byte(strings.TrimRight(string(data), "\n")+"\n"+entry+allow))
+}
+
+// allowInEntry reports what the chart places outside a resource's
+// namespace for a kind whose watches.yaml entry exists. The entry is the
+// user's: it is left alone, but for the allowance when asked and the
+// entry has no confinement field yet.
+func (g *gen) allowInEntry(rel string, data []byte) error {
+	allow, err := g.reportConfinement()
+	if err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	start, end := g.entry(lines)
+	if allow == "" || start < 0 || regexp.MustCompile(`(?m)^  confinement:`).MatchString(strings.Join(lines[start:end], "")) {
+		if allow != "" {
+			fmt.Fprintf(g.Log, "kept      %s (its %s entry has a confinement field already: edit it by hand)\n", rel, g.Kind)
+		} else {
+			fmt.Fprintf(g.Log, "kept      %s (lists %s already)\n", rel, g.Kind)
+		}
+		return nil
+	}
+	for end > start && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	body := strings.Join(lines[:end], "")
+	if !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	return g.write(rel, []byte(body+allow+strings.Join(lines[end:], "")))
 }
 
 // roles writes the admin, editor and viewer ClusterRoles of the kind,
