@@ -33,7 +33,7 @@ func main() {
 }
 
 func run(in rbacgen.Input, rolePath, deployerPath string, check bool) error {
-	section, err := rbacgen.Section(in)
+	roles, err := rbacgen.Generate(in)
 	if err != nil {
 		return err
 	}
@@ -41,18 +41,14 @@ func run(in rbacgen.Input, rolePath, deployerPath string, check bool) error {
 	if err != nil {
 		return err
 	}
-	out, err := rbacgen.Splice(current, section)
+	out, err := rbacgen.Splice(current, roles.Section)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rolePath, err)
-	}
-	deployer, err := rbacgen.DeployerRole(in)
-	if err != nil {
-		return err
 	}
 	if err := update(rolePath, out, check); err != nil {
 		return err
 	}
-	return update(deployerPath, []byte(deployer), check)
+	return update(deployerPath, []byte(roles.Deployer), check)
 }
 
 // update writes content to path unless it holds it already; with check it

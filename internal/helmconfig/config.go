@@ -64,6 +64,11 @@ type Config struct {
 	// may. The release records are still read and written with the
 	// operator's rights.
 	ServiceAccountFor func(ctx context.Context, obj client.Object, ns string) (string, error)
+	// NamespaceDeleting, when set, reports whether the release namespace
+	// ns is being deleted. The uninstall of a resource being deleted
+	// there counts the deletes the API server forbids as done: the
+	// namespace's deletion removes those objects (deleteerrors.go).
+	NamespaceDeleting func(ctx context.Context, ns string) (bool, error)
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -189,8 +194,29 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if cfg.Capabilities, err = b.c.Capabilities.Get(dc); err != nil {
 		return nil, fmt.Errorf("get the API server's capabilities: %w", err)
 	}
-	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites, b.reads)
+	deleting, err := b.deletingNamespace(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites, b.reads, deleting)
 	return cfg, nil
+}
+
+// deletingNamespace returns the release namespace of obj when obj and
+// that namespace are both being deleted, else "".
+func (b *builder) deletingNamespace(ctx context.Context, obj client.Object) (string, error) {
+	if obj.GetDeletionTimestamp() == nil || b.c.NamespaceDeleting == nil {
+		return "", nil
+	}
+	ns, err := b.c.ReleaseNamespace(obj)
+	if err != nil {
+		return "", err
+	}
+	deleting, err := b.c.NamespaceDeleting(ctx, ns)
+	if err != nil || !deleting {
+		return "", err
+	}
+	return ns, nil
 }
 
 // serverSideValidation are the action client options that leave the

@@ -8,7 +8,9 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/resource"
 )
 
 // Helm's uninstall returns "failed to delete release: <name>" when an
@@ -42,17 +44,55 @@ func (d *deleteErrors) take() []error {
 
 // Delete deletes resources, keeping the errors.
 func (c *updatingKubeClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
-	res, errs := c.interruptibleKubeClient.Delete(resources)
-	c.deletes.add(errs)
-	return res, errs
+	return c.deleteEach(resources, c.interruptibleKubeClient.Delete)
 }
 
 // DeleteWithPropagationPolicy deletes resources, keeping the errors; an
 // uninstall deletes this way.
 func (c *updatingKubeClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	res, errs := c.interruptibleKubeClient.DeleteWithPropagationPolicy(resources, policy)
+	return c.deleteEach(resources, func(rs kube.ResourceList) (*kube.Result, []error) {
+		return c.interruptibleKubeClient.DeleteWithPropagationPolicy(rs, policy)
+	})
+}
+
+// deleteEach deletes resources with del and keeps the errors. When the
+// release's namespace is being deleted (deletingNamespace), a delete
+// there that the API server forbids counts as done: the namespace's
+// deletion removes the object, and the operator's own rights (an
+// uninstall there runs with them) need not include it.
+func (c *updatingKubeClient) deleteEach(resources kube.ResourceList, del func(kube.ResourceList) (*kube.Result, []error)) (*kube.Result, []error) {
+	if c.deletingNamespace == "" {
+		res, errs := del(resources)
+		c.deletes.add(errs)
+		return res, errs
+	}
+	inside := resources.Filter(func(info *resource.Info) bool { return info.Namespace == c.deletingNamespace })
+	outside := resources.Difference(inside)
+	res := &kube.Result{}
+	var errs []error
+	if len(outside) > 0 {
+		r, es := del(outside)
+		res.Deleted = append(res.Deleted, deleted(r)...)
+		errs = append(errs, es...)
+	}
+	if len(inside) > 0 {
+		r, es := del(inside)
+		res.Deleted = append(res.Deleted, deleted(r)...)
+		for _, e := range es {
+			if !apierrors.IsForbidden(e) {
+				errs = append(errs, e)
+			}
+		}
+	}
 	c.deletes.add(errs)
 	return res, errs
+}
+
+func deleted(r *kube.Result) kube.ResourceList {
+	if r == nil {
+		return nil
+	}
+	return r.Deleted
 }
 
 // uninstallCauses is an action client whose uninstall errors carry the

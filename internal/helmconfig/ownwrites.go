@@ -20,15 +20,18 @@ type updatingKubeClient struct {
 	reads  *updateReads
 	// deletes keeps the errors of Delete (deleteerrors.go).
 	deletes deleteErrors
+	// deletingNamespace is the release's namespace when it is being
+	// deleted along with the release's resource, else "" (deleteerrors.go).
+	deletingNamespace string
 }
 
 // updating wraps kc when it is Helm's client.
-func updating(kc kube.Interface, writes *ownwrites.Registry, reads *updateReads) kube.Interface {
+func updating(kc kube.Interface, writes *ownwrites.Registry, reads *updateReads, deletingNamespace string) kube.Interface {
 	c, ok := kc.(*interruptibleKubeClient)
 	if !ok {
 		return kc
 	}
-	return &updatingKubeClient{interruptibleKubeClient: c, writes: writes, reads: reads}
+	return &updatingKubeClient{interruptibleKubeClient: c, writes: writes, reads: reads, deletingNamespace: deletingNamespace}
 }
 
 // Update patches (or replaces, or creates) the objects of target, deletes

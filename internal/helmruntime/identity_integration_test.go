@@ -154,3 +154,58 @@ func grantConfigMaps(t *testing.T, k8s client.Client, ns, sa string) *rbacv1.Rol
 	g.Expect(k8s.Create(t.Context(), binding)).To(Succeed())
 	return binding
 }
+
+// TestManagedIdentityCreatedOncePerNamespace: with a managed identity
+// (Options.ReleaseServiceAccount), a release in a namespace that names
+// none is applied as it: the runtime creates the ServiceAccount and a
+// RoleBinding to the deployer ClusterRole in that namespace, once (a
+// second release there costs no request; what a person changes in them
+// stands); a namespace annotation and a kind's serviceAccountName still
+// win, and a cluster-scoped kind keeps the operator's rights.
+func TestManagedIdentityCreatedOncePerNamespace(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+	managed := &managedIdentity{name: "platform-operator-release", role: "platform-operator-release-deployer"}
+	identity := releaseIdentity{namespaces: k8s, writer: k8s, managed: managed}
+	box := helmtest.CR("Box", ns, "first", nil, nil)
+
+	sa, err := identity.serviceAccountFor(ctx, box, ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sa).To(Equal("platform-operator-release"))
+	account := &corev1.ServiceAccount{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: sa}, account)).To(Succeed())
+	g.Expect(account.Labels).To(HaveKeyWithValue(ManagedByLabel, "platform-operator"))
+	binding := &rbacv1.RoleBinding{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: sa}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "platform-operator-release-deployer"}))
+	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}))
+
+	t.Log("created once: deleted by a person, it is not created again by this process")
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	sa, err = identity.serviceAccountFor(ctx, helmtest.CR("Box", ns, "second", nil, nil), ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sa).To(Equal("platform-operator-release"))
+	err = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: sa}, &rbacv1.RoleBinding{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+
+	t.Log("the kind's serviceAccountName wins; so does the namespace's annotation")
+	crates := releaseIdentity{namespaces: k8s, writer: k8s, managed: managed, kindDefault: "crate-deployer"}
+	g.Expect(crates.serviceAccountFor(ctx, box, ns)).To(Equal("crate-deployer"))
+	other := newTestNamespace(t, k8s)
+	namespace := &corev1.Namespace{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Name: other}, namespace)).To(Succeed())
+	namespace.Annotations = map[string]string{ReleaseServiceAccountAnnotation: "tenant-deployer"}
+	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+	g.Eventually(func() (string, error) {
+		return identity.serviceAccountFor(ctx, helmtest.CR("Box", other, "ruled", nil, nil), other)
+	}).WithTimeout(eventually).WithPolling(poll).Should(Equal("tenant-deployer"))
+	err = k8s.Get(ctx, types.NamespacedName{Namespace: other, Name: "platform-operator-release"}, &corev1.ServiceAccount{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing created where the namespace names one: %v", err)
+
+	t.Log("a cluster-scoped kind (no managed identity) keeps the operator's rights")
+	clusterScoped := releaseIdentity{namespaces: k8s, writer: k8s}
+	g.Expect(clusterScoped.serviceAccountFor(ctx, box, ns)).To(BeEmpty())
+}

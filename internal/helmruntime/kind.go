@@ -98,11 +98,16 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	// The upgrades' writes of the kind's objects, which its watches do not
 	// reconcile again for (primaryevents.go).
 	ownWrites := &ownwrites.Registry{}
+	identity := releaseIdentity{namespaces: mgr.GetClient(), kindDefault: rw.ServiceAccountName, writer: mgr.GetClient()}
+	if !clusterScoped {
+		identity.managed = rt.managedIdentity
+	}
 	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
 		Capabilities: caps, HookTimeout: rt.hookTimeout, OwnWrites: ownWrites,
 		Records:           records,
-		ServiceAccountFor: releaseIdentity{namespaces: mgr.GetClient(), kindDefault: rw.ServiceAccountName}.serviceAccountFor,
+		ServiceAccountFor: identity.serviceAccountFor,
+		NamespaceDeleting: identity.namespaceDeleting,
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)

@@ -98,6 +98,10 @@ type runtimeState struct {
 	// serviceAccounts are the identities of the watches' releases, in
 	// their order ("": the operator's own).
 	serviceAccounts []string
+	// managedIdentity is the ServiceAccount the runtime creates for the
+	// releases of namespaced kinds that nothing else names one for
+	// (Options.ReleaseServiceAccount); nil: the operator's own rights.
+	managedIdentity *managedIdentity
 	log             logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
@@ -144,17 +148,22 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		states = already.ExistingCollector.(*readyStates)
 	}
+	var managed *managedIdentity
+	if opts.ReleaseServiceAccount != "" {
+		managed = &managedIdentity{name: opts.ReleaseServiceAccount, role: opts.ReleaseDeployerRole}
+	}
 	return &runtimeState{
-		readyStates:  states,
-		remediations: remediations,
-		opts:         opts,
-		watches:      ws,
-		log:          opts.logger(),
-		activity:     actionpath.NewActivity(clock.RealClock{}),
-		shardID:      shard.ID(opts.Shard()),
-		dryRuns:      dryRuns,
-		staleAfter:   actionpath.DefaultStalePendingTimeout,
-		hookTimeout:  helmconfig.DefaultHookTimeout,
+		managedIdentity: managed,
+		readyStates:     states,
+		remediations:    remediations,
+		opts:            opts,
+		watches:         ws,
+		log:             opts.logger(),
+		activity:        actionpath.NewActivity(clock.RealClock{}),
+		shardID:         shard.ID(opts.Shard()),
+		dryRuns:         dryRuns,
+		staleAfter:      actionpath.DefaultStalePendingTimeout,
+		hookTimeout:     helmconfig.DefaultHookTimeout,
 	}, nil
 }
 

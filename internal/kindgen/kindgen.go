@@ -509,7 +509,7 @@ func (g *gen) derived() error {
 		return err
 	}
 	fmt.Fprintf(g.Log, "wrote     config/crd/bases (crdgen)\n")
-	section, err := rbacgen.Section(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	roles, err := rbacgen.Generate(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
 	if err != nil {
 		return err
 	}
@@ -518,18 +518,14 @@ func (g *gen) derived() error {
 	if err != nil {
 		return err
 	}
-	spliced, err := rbacgen.Splice(role, section)
+	spliced, err := rbacgen.Splice(role, roles.Section)
 	if err != nil {
 		return err
 	}
 	if err := g.write(roleRel, spliced); err != nil {
 		return err
 	}
-	deployer, err := rbacgen.DeployerRole(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
-	if err != nil {
-		return err
-	}
-	if err := g.write("config/rbac/release_deployer_role.yaml", []byte(deployer)); err != nil {
+	if err := g.write("config/rbac/release_deployer_role.yaml", []byte(roles.Deployer)); err != nil {
 		return err
 	}
 	paths := csvgen.DefaultPaths(g.Root)

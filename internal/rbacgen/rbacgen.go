@@ -1,10 +1,15 @@
-// Package rbacgen derives the Helm runtime's RBAC rules from the charts: for
-// every chart-backed kind of config/crd/kinds.yaml, the rules on its own
-// custom resources, and for every kind of object its chart renders (with
-// its samples and ci/ values, see chartsamples) the rules to create, change,
-// delete and watch it. The rules go between two marker lines of
-// config/rbac/role.yaml; everything outside the markers is written by hand
-// (Helm's storage, Events, the sidecar's needs) and left alone.
+// Package rbacgen derives the Helm runtime's RBAC rules from the charts
+// (rendered with their samples and ci/ values, see chartsamples). For every
+// chart-backed kind of config/crd/kinds.yaml: the rules on its own custom
+// resources; for a cluster-scoped kind, the rules to create, change, delete
+// and watch every kind of object its chart renders (its releases are
+// applied with the operator's rights); for a namespaced kind, only to watch
+// them, since its releases are applied as a ServiceAccount of their
+// namespace, bound to the deployer ClusterRole this package also writes
+// (config/rbac/release_deployer_role.yaml). The operator's rules go
+// between two marker lines of config/rbac/role.yaml; everything outside the
+// markers is written by hand (Helm's storage, Events, the sidecar's needs)
+// and left alone.
 package rbacgen
 
 import (
@@ -44,6 +49,7 @@ var (
 	statusVerbs    = []string{"get", "update", "patch"}
 	finalizerVerbs = []string{"update"}
 	objectVerbs    = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	readVerbs      = []string{"get", "list", "watch"}
 )
 
 // Input is where the derivation reads, relative to Root.
@@ -53,46 +59,76 @@ type Input struct {
 	Samples string // config/samples
 }
 
-// Section returns the generated rules, marker lines included.
-func Section(in Input) (string, error) {
+// Roles are what the derivation writes.
+type Roles struct {
+	// Section is the operator's generated rules, marker lines included.
+	Section string
+	// Deployer is the release deployer ClusterRole, a whole file.
+	Deployer string
+}
+
+// Generate renders every kind's chart once and derives both roles from
+// the renders.
+func Generate(in Input) (Roles, error) {
 	kinds, err := render(in)
 	if err != nil {
-		return "", err
+		return Roles{}, err
 	}
+	return Roles{Section: section(kinds), Deployer: deployerRole(kinds)}, nil
+}
+
+// section returns the operator's rules: its own custom resources; what
+// the cluster-scoped kinds render, which their releases write with the
+// operator's rights; and what the namespaced kinds render, which it only
+// reads, since their releases are applied as a ServiceAccount of their
+// namespace (deployerRole).
+func section(kinds []renderedKind) string {
 	var b strings.Builder
 	b.WriteString(beginComment + "\n")
-	// Which kinds of object the charts render, and which chart-backed kinds
-	// render them (for the comments).
-	rendered := map[schema.GroupResource]map[string]bool{}
+	written := map[schema.GroupResource]map[string]bool{}
+	read := map[schema.GroupResource]map[string]bool{}
 	binds := map[bindKey]map[string]bool{}
+	var clusterKinds, namespacedKinds []string
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "# The %s API (%s).\n", k.kind.Kind, k.kind.Chart)
 		writeRule(&b, k.kind.Group, []string{k.kind.Plural}, crVerbs, nil)
 		writeRule(&b, k.kind.Group, []string{k.kind.Plural + "/status"}, statusVerbs, nil)
 		writeRule(&b, k.kind.Group, []string{k.kind.Plural + "/finalizers"}, finalizerVerbs, nil)
-		k.addTo(rendered, binds)
+		if k.kind.Scope == apiextensionsv1.NamespaceScoped {
+			namespacedKinds = append(namespacedKinds, k.kind.Kind)
+			k.addTo(read, map[bindKey]map[string]bool{})
+			continue
+		}
+		clusterKinds = append(clusterKinds, k.kind.Kind)
+		k.addTo(written, binds)
 	}
-	writeRendered(&b, rendered)
+	if len(written) > 0 {
+		writeComment(&b, fmt.Sprintf("What the releases of %s (cluster-scoped) render, applied with the operator's rights: created, changed and deleted with the release, and watched to repair drift.", strings.Join(clusterKinds, ", ")))
+		writeRendered(&b, written, objectVerbs)
+	}
+	for gr := range written {
+		delete(read, gr)
+	}
+	if len(read) > 0 {
+		writeComment(&b, fmt.Sprintf("What the releases of %s render, applied as a ServiceAccount of their namespace (release_deployer_role.yaml): only watched, to repair drift and to say why a release is not Ready.", strings.Join(namespacedKinds, ", ")))
+		writeRendered(&b, read, readVerbs)
+	}
 	writeBinds(&b, binds)
 	b.WriteString(End + "\n")
-	return b.String(), nil
+	return b.String()
 }
 
 // DeployerRoleName is the name of the ClusterRole DeployerRole writes,
 // before kustomize's namePrefix.
 const DeployerRoleName = "release-deployer"
 
-// DeployerRole returns the ClusterRole that a ServiceAccount of a
+// deployerRole returns the ClusterRole that a ServiceAccount of a
 // namespace needs for the releases of the namespaced chart-backed kinds
-// to be applied as it (impersonation, docs/usage.md): every kind of object
-// their charts render, and the logs of their test Pods. A NamespaceTenant
-// binds it in its namespace with a RoleBinding, so it grants nothing
+// to be applied as it (impersonation, docs/security.md): every kind of
+// object their charts render, the roles they bind, and the logs of their
+// test Pods. Bound in one namespace by a RoleBinding, it grants nothing
 // outside that namespace.
-func DeployerRole(in Input) (string, error) {
-	kinds, err := render(in)
-	if err != nil {
-		return "", err
-	}
+func deployerRole(kinds []renderedKind) string {
 	rendered := map[schema.GroupResource]map[string]bool{}
 	binds := map[bindKey]map[string]bool{}
 	var names []string
@@ -109,15 +145,16 @@ func DeployerRole(in Input) (string, error) {
 # values files. Do not edit by hand.
 #
 `)
-	writeComment(&b, fmt.Sprintf("What the releases of %s need when they are applied as a ServiceAccount of their namespace (watches.yaml serviceAccountName, or the namespace's platform.acme.com/release-service-account annotation). Bound in one namespace by a RoleBinding (a NamespaceTenant's, with releaseIdentity.enabled), it grants nothing elsewhere.", strings.Join(names, ", ")))
+	writeComment(&b, fmt.Sprintf("What the releases of %s need, applied as a ServiceAccount of their namespace: the operator's --release-service-account (which it creates, bound to this role), a watches.yaml serviceAccountName, or the namespace's platform.acme.com/release-service-account annotation. Bound in one namespace by a RoleBinding, it grants nothing elsewhere.", strings.Join(names, ", ")))
 	b.WriteString("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: " + DeployerRoleName + "\nrules:\n")
-	writeRendered(&b, rendered)
+	b.WriteString("# What the charts render: created, changed and deleted with the release,\n# and watched to repair drift.\n")
+	writeRendered(&b, rendered, objectVerbs)
 	if rendered[schema.GroupResource{Resource: "pods"}] != nil {
 		b.WriteString("# The chart tests' Pods: their last log lines go into the TestFailed Event.\n")
 		writeRule(&b, "", []string{"pods/log"}, []string{"get"}, nil)
 	}
 	writeBinds(&b, binds)
-	return b.String(), nil
+	return b.String()
 }
 
 // renderedKind is one chart-backed kind and the objects its chart renders
@@ -215,13 +252,12 @@ func bindOf(o *unstructured.Unstructured) (bindKey, bool) {
 	return bindKey{}, false
 }
 
-func writeRendered(b *strings.Builder, rendered map[schema.GroupResource]map[string]bool) {
+func writeRendered(b *strings.Builder, rendered map[schema.GroupResource]map[string]bool, verbs []string) {
 	byGroup := map[string][]string{}
 	for gr := range rendered {
 		byGroup[gr.Group] = append(byGroup[gr.Group], gr.Resource)
 	}
 	groups := sortedKeys(byGroup)
-	b.WriteString("# What the charts render: created, changed and deleted with the release,\n# and watched to repair drift.\n")
 	for _, g := range groups {
 		resources := byGroup[g]
 		sort.Strings(resources)
@@ -230,7 +266,7 @@ func writeRendered(b *strings.Builder, rendered map[schema.GroupResource]map[str
 			parts = append(parts, fmt.Sprintf("%s (%s)", r, strings.Join(sortedKeys(rendered[schema.GroupResource{Group: g, Resource: r}]), ", ")))
 		}
 		writeComment(b, strings.Join(parts, ", ")+".")
-		writeRule(b, g, resources, objectVerbs, nil)
+		writeRule(b, g, resources, verbs, nil)
 	}
 }
 

@@ -20,10 +20,13 @@ func write(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// A chart that renders a ConfigMap, a Job as a pre-install hook and a Pod
-// as a test hook, and a RoleBinding to the view ClusterRole only when a ci/
-// values file turns it on.
-func TestSectionDerivesFromRendersAndHooks(t *testing.T) {
+// A namespaced kind's chart that renders a ConfigMap, a Job as a
+// pre-install hook and a Pod as a test hook, and a RoleBinding to the view
+// ClusterRole only when a ci/ values file turns it on; a cluster-scoped
+// kind's chart that renders a Namespace and a RoleBinding to admin. The
+// operator writes what the cluster-scoped kind renders and only reads
+// what the namespaced one does; the deployer role writes the latter.
+func TestGenerateDerivesFromRendersAndHooks(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
 		"config/crd/kinds.yaml": `- chart: charts/demo
@@ -34,8 +37,21 @@ func TestSectionDerivesFromRendersAndHooks(t *testing.T) {
   scope: Namespaced
   description: A demo.
   nameLimit: {maxLength: 53, dns1035Label: false, reason: Helm}
+- chart: charts/space
+  group: demo.example.com
+  version: v1alpha1
+  kind: Space
+  plural: spaces
+  scope: Cluster
+  description: A space.
+  nameLimit: {maxLength: 53, dns1035Label: false, reason: Helm}
 `,
 		"config/samples/demo.yaml":           "apiVersion: demo.example.com/v1alpha1\nkind: Demo\nmetadata: {name: d}\nspec: {}\n",
+		"config/samples/space.yaml":          "apiVersion: demo.example.com/v1alpha1\nkind: Space\nmetadata: {name: s}\nspec: {}\n",
+		"charts/space/Chart.yaml":            "apiVersion: v2\nname: space\nversion: 0.1.0\n",
+		"charts/space/values.yaml":           "{}\n",
+		"charts/space/templates/ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: '{{ .Release.Name }}'}\n",
+		"charts/space/templates/rb.yaml":     "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: admins, namespace: '{{ .Release.Name }}'}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}\nsubjects: [{kind: Group, name: admins, apiGroup: rbac.authorization.k8s.io}]\n",
 		"charts/demo/Chart.yaml":             "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"charts/demo/values.yaml":            "viewers: false\n",
 		"charts/demo/ci/viewers-values.yaml": "viewers: true\n",
@@ -59,7 +75,7 @@ subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
 {{- end }}
 `,
 	})
-	got, err := Section(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	got, err := Generate(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,22 +83,42 @@ subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
 		"- apiGroups: [demo.example.com]\n  resources: [demos]\n  verbs: [get, list, watch, update, patch]\n",
 		"  resources: [demos/status]\n  verbs: [get, update, patch]\n",
 		"  resources: [demos/finalizers]\n  verbs: [update]\n",
-		// The test hook's Pod too: the runtime runs a chart's tests when asked.
-		"- apiGroups: [\"\"]\n  resources: [configmaps, pods]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
-		"- apiGroups: [batch]\n  resources: [jobs]\n",
-		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n",
-		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [view]\n",
+		"  resources: [spaces]\n  verbs: [get, list, watch, update, patch]\n",
+		// The cluster-scoped kind's objects: written with the operator's rights.
+		"- apiGroups: [\"\"]\n  resources: [namespaces]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [admin]\n",
+		// The namespaced kind's, test hook's Pod included: read only.
+		"- apiGroups: [\"\"]\n  resources: [configmaps, pods]\n  verbs: [get, list, watch]\n",
+		"- apiGroups: [batch]\n  resources: [jobs]\n  verbs: [get, list, watch]\n",
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("section lacks\n%s\ngot:\n%s", want, got)
+		if !strings.Contains(got.Section, want) {
+			t.Errorf("section lacks\n%s\ngot:\n%s", want, got.Section)
 		}
 	}
-	if !strings.HasPrefix(got, Begin+"\n") || !strings.HasSuffix(got, End+"\n") {
-		t.Errorf("section is not between the markers:\n%s", got)
+	if strings.Contains(got.Section, "resourceNames: [view]") {
+		t.Errorf("the operator binds what a namespaced kind's release binds:\n%s", got.Section)
+	}
+	if !strings.HasPrefix(got.Section, Begin+"\n") || !strings.HasSuffix(got.Section, End+"\n") {
+		t.Errorf("section is not between the markers:\n%s", got.Section)
+	}
+	for _, want := range []string{
+		"- apiGroups: [\"\"]\n  resources: [configmaps, pods]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		"- apiGroups: [batch]\n  resources: [jobs]\n  verbs: [get, list, watch, create, update, patch, delete]\n",
+		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n",
+		"  resources: [pods/log]\n  verbs: [get]\n",
+		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [view]\n",
+	} {
+		if !strings.Contains(got.Deployer, want) {
+			t.Errorf("deployer role lacks\n%s\ngot:\n%s", want, got.Deployer)
+		}
+	}
+	if strings.Contains(got.Deployer, "namespaces") || strings.Contains(got.Deployer, "admin]") {
+		t.Errorf("the deployer role holds what the cluster-scoped kind renders:\n%s", got.Deployer)
 	}
 }
 
-func TestSectionNeedsASample(t *testing.T) {
+func TestGenerateNeedsASample(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
 		"config/crd/kinds.yaml":   "- {chart: charts/demo, group: d.example.com, version: v1, kind: Demo, plural: demos, scope: Namespaced, description: d, nameLimit: {maxLength: 53, dns1035Label: false, reason: r}}\n",
@@ -90,7 +126,7 @@ func TestSectionNeedsASample(t *testing.T) {
 		"charts/demo/Chart.yaml":  "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"charts/demo/values.yaml": "{}\n",
 	})
-	_, err := Section(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	_, err := Generate(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
 	if err == nil || !strings.Contains(err.Error(), "no sample of Demo") {
 		t.Fatalf("got %v, want an error about the missing sample", err)
 	}

@@ -3,6 +3,7 @@ package watchconfig
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -31,12 +32,21 @@ func LoadServiceAccountNames(path string) ([]string, error) {
 		if e.ServiceAccountName == "" {
 			continue
 		}
-		if msgs := validation.IsDNS1123Subdomain(e.ServiceAccountName); len(msgs) > 0 {
-			return nil, fmt.Errorf("entry %d (%s): serviceAccountName: %q is not a ServiceAccount name: %v", i, e.Kind, e.ServiceAccountName, msgs)
+		if err := CheckServiceAccountName(e.ServiceAccountName); err != nil {
+			return nil, fmt.Errorf("entry %d (%s): serviceAccountName: %w", i, e.Kind, err)
 		}
 		out[i] = e.ServiceAccountName
 	}
 	return out, nil
+}
+
+// CheckServiceAccountName returns an error saying why name cannot name a
+// ServiceAccount, nil when it can.
+func CheckServiceAccountName(name string) error {
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a ServiceAccount name: %s", name, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // SetServiceAccountNames gives each resolved watch the ServiceAccount of

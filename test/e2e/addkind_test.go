@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/acme/platform-operator/test/testkit"
 )
@@ -49,47 +48,11 @@ func TestAddKindFromHelmCreate(t *testing.T) {
 	out, err = env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", crd)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
-	t.Log("a ServiceAccount bound to exactly the generated ClusterRole")
-	const account, role = "addkind-operator", "addkind-manager-role"
 	roleYAML, err := os.ReadFile(filepath.Join(repo, "config", "rbac", "role.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(roleYAML)).To(ContainSubstring("resources: [podinfos]"))
-	env.Apply(t, "", strings.Replace(string(roleYAML), "name: manager-role", "name: "+role, 1))
-	out, err = env.Kubectl("create", "serviceaccount", account, "-n", operatorNamespace)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = env.Kubectl("create", "clusterrolebinding", account, "--clusterrole="+role, "--serviceaccount="+operatorNamespace+":"+account)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	t.Cleanup(func() {
-		_, _ = env.Kubectl("delete", "clusterrolebinding", account)
-		_, _ = env.Kubectl("delete", "clusterrole", role)
-		_, _ = env.Kubectl("delete", "serviceaccount", account, "-n", operatorNamespace)
-	})
-	kubeconfig, err := serviceAccountKubeconfigFile(operatorNamespace, account, filepath.Join(repo, "addkind.kubeconfig"))
-	g.Expect(err).NotTo(HaveOccurred())
-
-	t.Log("a runtime for the new kind only (the suite's runtime has the others), in the copy")
-	watches := filepath.Join(repo, "watches.yaml")
-	data, err := os.ReadFile(watches)
-	g.Expect(err).NotTo(HaveOccurred())
-	var entries []map[string]any
-	g.Expect(yaml.Unmarshal(data, &entries)).To(Succeed())
-	var own []map[string]any
-	for _, e := range entries {
-		if e["kind"] == "Podinfo" {
-			own = append(own, e)
-		}
-	}
-	g.Expect(own).To(HaveLen(1), "watches.yaml has one Podinfo entry")
-	data, err = yaml.Marshal(own)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(os.WriteFile(filepath.Join(repo, "podinfo-watches.yaml"), data, 0o644)).To(Succeed())
-	runtime := &operatorProcess{
-		name: "podinfo-manager", bin: env.manager.bin, logPath: filepath.Join(filepath.Dir(env.manager.logPath), "podinfo-manager.log"),
-		kubeconfig: kubeconfig, dir: repo,
-		fixedArgs: []string{"--watches-file", "podinfo-watches.yaml"},
-	}
-	g.Expect(runtime.start()).To(Succeed())
-	t.Cleanup(func() { _ = runtime.stop() })
+	t.Log("a runtime for the new kind only, with exactly the generated ClusterRoles")
+	startKindRuntime(t, repo, "Podinfo", "addkind")
 
 	const ns = "e2e-addkind"
 	env.CreateNamespace(t, ns)

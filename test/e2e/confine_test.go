@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +20,8 @@ import (
 
 // wideChartFiles is a ten-line chart nobody here wrote: a value puts its
 // ConfigMap in another namespace, another renders a ClusterRole that reads
-// every Secret; its ci/ values turn both on, so the derived ClusterRole
-// grants both and only confinement stands in the way.
+// every Secret; its ci/ values turn both on, so both kinds of object are
+// in the generated roles.
 var wideChartFiles = map[string]string{
 	"Chart.yaml":  "apiVersion: v2\nname: wide\nversion: 0.1.0\n",
 	"values.yaml": "namespaceOverride: \"\"\nclusterRole: false\n",
@@ -35,10 +34,11 @@ var wideChartFiles = map[string]string{
 
 // TestForeignChartConfinedWithTheWebhookOff: `make kind` on that chart
 // reports both objects and allows neither; a runtime with exactly the
-// generated ClusterRole (which can create both), and no webhook in front
-// of it, refuses a resource whose spec moves the ConfigMap to another
-// namespace and one whose spec turns the ClusterRole on, writes nothing
-// for either, and installs the chart's defaults.
+// generated ClusterRoles, and no webhook in front of it, refuses a
+// resource whose spec moves the ConfigMap to another namespace and one
+// whose spec turns the ClusterRole on before Helm writes anything (the
+// release's ServiceAccount, bound in the resource's namespace only, could
+// not have written either), and installs the chart's defaults.
 func TestForeignChartConfinedWithTheWebhookOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -63,45 +63,19 @@ func TestForeignChartConfinedWithTheWebhookOff(t *testing.T) {
 	out, err = env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "-f", crd)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
-	const account, role = "wide-operator", "wide-manager-role"
 	roleYAML, err := os.ReadFile(filepath.Join(repo, "config", "rbac", "role.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(roleYAML)).To(ContainSubstring("clusterroles (Wide)"), "the derived role can create the ClusterRole")
-	env.Apply(t, "", strings.Replace(string(roleYAML), "name: manager-role", "name: "+role, 1))
-	out, err = env.Kubectl("create", "serviceaccount", account, "-n", operatorNamespace)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = env.Kubectl("create", "clusterrolebinding", account, "--clusterrole="+role, "--serviceaccount="+operatorNamespace+":"+account)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	t.Cleanup(func() {
-		_, _ = env.Kubectl("delete", "clusterrolebinding", account)
-		_, _ = env.Kubectl("delete", "clusterrole", role)
-		_, _ = env.Kubectl("delete", "serviceaccount", account, "-n", operatorNamespace)
-	})
-	kubeconfig, err := serviceAccountKubeconfigFile(operatorNamespace, account, filepath.Join(repo, "wide.kubeconfig"))
-	g.Expect(err).NotTo(HaveOccurred())
-
-	data, err := os.ReadFile(filepath.Join(repo, "watches.yaml"))
+	g.Expect(string(roleYAML)).To(ContainSubstring("clusterroles (Wide)"), "the operator watches what the chart renders")
+	watches, err := os.ReadFile(filepath.Join(repo, "watches.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var entries []map[string]any
-	g.Expect(yaml.Unmarshal(data, &entries)).To(Succeed())
-	var own []map[string]any
+	g.Expect(yaml.Unmarshal(watches, &entries)).To(Succeed())
 	for _, e := range entries {
 		if e["kind"] == "Wide" {
-			own = append(own, e)
+			g.Expect(e).NotTo(HaveKey("confinement"), "nothing is allowed unless asked")
 		}
 	}
-	g.Expect(own).To(HaveLen(1))
-	g.Expect(own[0]).NotTo(HaveKey("confinement"), "nothing is allowed unless asked")
-	data, err = yaml.Marshal(own)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(os.WriteFile(filepath.Join(repo, "wide-watches.yaml"), data, 0o644)).To(Succeed())
-	runtime := &operatorProcess{
-		name: "wide-manager", bin: env.manager.bin, logPath: filepath.Join(filepath.Dir(env.manager.logPath), "wide-manager.log"),
-		kubeconfig: kubeconfig, dir: repo,
-		fixedArgs: []string{"--watches-file", "wide-watches.yaml"},
-	}
-	g.Expect(runtime.start()).To(Succeed())
-	t.Cleanup(func() { _ = runtime.stop() })
+	startKindRuntime(t, repo, "Wide", "wide")
 
 	const ns, other = "e2e-wide", "e2e-wide-other"
 	env.CreateNamespace(t, ns)

@@ -35,6 +35,23 @@ func TestTenantReleasesActAsTheTenantServiceAccount(t *testing.T) {
 	roleYAML := strings.Replace(string(generated), "name: release-deployer", "name: "+role, 1)
 	env.Apply(t, "", roleYAML)
 	t.Cleanup(func() { _, _ = env.Kubectl("delete", "clusterrole", role, "--ignore-not-found") })
+	// The operator holds none of the role's rights, so binding it takes
+	// bind on it, as for any role other than the shipped one.
+	env.Apply(t, "", fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s-bind}
+rules: [{apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles], verbs: [bind], resourceNames: [%[1]s]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s-bind}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s-bind}
+subjects: [{kind: ServiceAccount, name: %[2]s, namespace: %[3]s}]
+`, role, operatorServiceAccount, operatorNamespace))
+	t.Cleanup(func() {
+		_, _ = env.Kubectl("delete", "clusterrolebinding", role+"-bind", "--ignore-not-found")
+		_, _ = env.Kubectl("delete", "clusterrole", role+"-bind", "--ignore-not-found")
+	})
 
 	applyTenant(g, tenant, ns, fmt.Sprintf("  releaseIdentity: {enabled: true, clusterRole: %s}", role))
 	waitDeployed(g, ctx, tenant)

@@ -68,7 +68,7 @@ func startHoldHookManager(t *testing.T, name, lease string) *operatorProcess {
 		fixedArgs: []string{
 			"--watches-file", filepath.Join("test", "e2e", "testdata", "reliability", "watches.yaml"),
 			"--leader-elect", "--leader-election-namespace", operatorNamespace, "--leader-election-id", lease,
-			"--max-concurrent-reconciles", "4",
+			"--max-concurrent-reconciles", "4", "--release-service-account", releaseServiceAccount,
 		},
 	}
 	if err := p.start(); err != nil {

@@ -33,6 +33,10 @@ import (
 const (
 	operatorNamespace      = "platform-operator-system"
 	operatorServiceAccount = "platform-operator-controller-manager"
+	// releaseServiceAccount is what the runtimes under test apply the
+	// releases of namespaced kinds as, as config/manager sets it: the
+	// shipped ClusterRole only reads what those charts render.
+	releaseServiceAccount = "platform-operator-release"
 )
 
 // env is what every test in the suite shares.
@@ -203,7 +207,7 @@ func run(m *testing.M) int {
 	env.manager = &operatorProcess{
 		name: "manager", bin: managerBin, logPath: filepath.Join(logDir, "manager.log"),
 		kubeconfig: operatorKubeconfig,
-		fixedArgs:  append([]string{"--watches-file", "watches.yaml"}, leaderElection...),
+		fixedArgs:  append([]string{"--watches-file", "watches.yaml", "--release-service-account", releaseServiceAccount}, leaderElection...),
 	}
 	env.extensions = &operatorProcess{
 		name: "extensions", bin: extensionsBin, logPath: filepath.Join(logDir, "extensions.log"),

@@ -539,6 +539,12 @@ func TestNamespaceTenantOperatorRBAC(t *testing.T) {
 		out, err := as("auth", "can-i", verb, "namespacetenants.tenancy.acme.com")
 		g.Expect(err).NotTo(HaveOccurred(), "%s namespacetenants: %s", verb, out)
 	}
+	// The releases of namespaced kinds are applied as a ServiceAccount of
+	// their namespace: the operator itself writes no workload.
+	for _, res := range []string{"deployments.apps", "services", "configmaps"} {
+		out, err := as("auth", "can-i", "create", res, "-n", ns)
+		g.Expect(err).To(HaveOccurred(), "the operator may create %s: %s", res, out)
+	}
 	// Deleting tenants is the users' business, not the operator's.
 	out, err = as("auth", "can-i", "delete", "namespacetenants.tenancy.acme.com")
 	g.Expect(err).To(HaveOccurred(), out)

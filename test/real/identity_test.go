@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,4 +87,44 @@ spec:
 	t.Log("deleting the tenant uninstalls the WebApp although its binding goes with the namespace")
 	out, err = cluster.Kubectl("delete", "namespacetenant", tenant, "--wait=true", "--timeout=180s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
+}
+
+// TestOperatorWritesWorkloadsOnlyAsTheReleaseServiceAccount: the deployed
+// operator's ClusterRole lets it write no Deployment, Service, ConfigMap
+// or Ingress in any namespace. A WebApp in a namespace that names no
+// identity of its own is applied as platform-operator-release, which the
+// runtime creates there with a RoleBinding to the deployer role: the
+// WebApp becomes Ready, and that ServiceAccount may write workloads in
+// its own namespace only.
+func TestOperatorWritesWorkloadsOnlyAsTheReleaseServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns, name, account = "real-release-identity", "shop", "platform-operator-release"
+	operator := "system:serviceaccount:platform-operator-system:platform-operator-controller-manager"
+	releaser := "system:serviceaccount:" + ns + ":" + account
+	cluster.CreateNamespace(t, ns)
+	canI := func(verb, resource, namespace, user string) string {
+		out, _ := cluster.Kubectl("auth", "can-i", verb, resource, "-n", namespace, "--as", user)
+		return strings.TrimSpace(out)
+	}
+	for _, res := range []string{"deployments.apps", "statefulsets.apps", "services", "configmaps", "ingresses.networking.k8s.io", "poddisruptionbudgets.policy"} {
+		for _, where := range []string{ns, "kube-system"} {
+			g.Expect(canI("create", res, where, operator)).To(Equal("no"), "the operator may create %s in %s", res, where)
+		}
+	}
+
+	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1))
+	out, err := cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=240s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	sa := &corev1.ServiceAccount{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: account}, sa)).To(Succeed())
+	g.Expect(sa.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "platform-operator"))
+	binding := &rbacv1.RoleBinding{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: account}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef.Name).To(Equal("platform-operator-release-deployer"))
+	g.Expect(canI("create", "deployments.apps", ns, releaser)).To(Equal("yes"))
+	g.Expect(canI("create", "deployments.apps", "kube-system", releaser)).To(Equal("no"))
+	g.Expect(canI("create", "clusterroles.rbac.authorization.k8s.io", "", releaser)).To(Equal("no"))
+	t.Logf("the WebApp is Ready, applied as %s; the operator itself may create no workload", releaser)
 }
