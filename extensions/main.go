@@ -26,6 +26,7 @@ import (
 	"github.com/acme/platform-operator/extensions/internal/rotation"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/supervisor"
 )
 
@@ -49,6 +50,11 @@ func main() {
 	cronOpts.BindFlags(pflag.CommandLine)
 	admissionOpts := admission.DefaultOptions()
 	admissionOpts.BindFlags(pflag.CommandLine)
+	// The identity the sidecar scales and annotates a release's workloads
+	// as, the manager's for its releases (config/manager passes both the
+	// same flags).
+	identityOpts := releaseidentity.DefaultOptions()
+	identityOpts.BindFlags(pflag.CommandLine)
 	shutdownDelay := pflag.Duration("shutdown-delay", 0,
 		"On SIGTERM, keep serving the webhook this long, not ready and closing each connection after its response, before stopping: "+
 			"the API server moves to another replica meanwhile (config/manager sets 5s). 0 stops at once.")
@@ -59,7 +65,7 @@ func main() {
 		log.Error(errors.New("--shutdown-delay is negative"), "Invalid options")
 		os.Exit(2)
 	}
-	if err := errors.Join(opts.Validate(), admissionOpts.Validate()); err != nil {
+	if err := errors.Join(opts.Validate(), admissionOpts.Validate(), identityOpts.Validate()); err != nil {
 		log.Error(err, "Invalid options")
 		os.Exit(2)
 	}
@@ -77,6 +83,9 @@ func main() {
 	admissionOpts.Draining = drain
 
 	cfg := ctrl.GetConfigOrDie()
+	// The namespaces where the managed identity exists outlive each
+	// manager.
+	managed := identityOpts.Managed()
 	// build creates and sets up one manager; the supervisor builds a new
 	// one when a lost lease (an API server outage) stopped the previous.
 	build := func(run int) (ctrl.Manager, error) {
@@ -100,6 +109,11 @@ func main() {
 		if err := mgr.AddReadyzCheck("draining", drain.ReadyzCheck); err != nil {
 			return mgr, err
 		}
+		writers := &releaseidentity.Writers{
+			Own: mgr.GetClient(), Namespaces: mgr.GetClient(), Managed: managed,
+			Config: mgr.GetConfig(), Options: client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
+		}
+		cronOpts.Writers = writers
 		// Extension controllers are set up here, one call each.
 		if err := tenant.SetupWithManager(mgr, tenantOpts); err != nil {
 			return mgr, fmt.Errorf("set up the NamespaceTenant finalizer controller: %w", err)
@@ -107,7 +121,7 @@ func main() {
 		if err := cronscaler.SetupWithManager(mgr, cronOpts); err != nil {
 			return mgr, fmt.Errorf("set up the CronScaler controller: %w", err)
 		}
-		if err := rotation.SetupWithManager(mgr, admissionOpts.WatchesFile); err != nil {
+		if err := rotation.SetupWithManager(mgr, admissionOpts.WatchesFile, writers); err != nil {
 			return mgr, fmt.Errorf("set up the rotation controller: %w", err)
 		}
 		// The admission webhook uses the CronScaler controller's indexes.

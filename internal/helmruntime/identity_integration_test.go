@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/helmtest"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 )
 
 // TestReleaseActsAsTheKindsServiceAccount: a Crate's release (watches.yaml
@@ -156,7 +157,7 @@ func grantConfigMaps(t *testing.T, k8s client.Client, ns, sa string) *rbacv1.Rol
 }
 
 // TestManagedIdentityCreatedOncePerNamespace: with a managed identity
-// (Options.ReleaseServiceAccount), a release in a namespace that names
+// (Options.ReleaseIdentity), a release in a namespace that names
 // none is applied as it: the runtime creates the ServiceAccount and a
 // RoleBinding to the deployer ClusterRole in that namespace, once (a
 // second release there costs no request; what a person changes in them
@@ -168,7 +169,7 @@ func TestManagedIdentityCreatedOncePerNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newTestNamespace(t, k8s)
-	managed := &managedIdentity{name: "platform-operator-release", role: "platform-operator-release-deployer"}
+	managed := releaseidentity.Options{ServiceAccount: "platform-operator-release", DeployerRole: "platform-operator-release-deployer"}.Managed()
 	identity := releaseIdentity{namespaces: k8s, writer: k8s, managed: managed}
 	box := helmtest.CR("Box", ns, "first", nil, nil)
 
@@ -177,7 +178,7 @@ func TestManagedIdentityCreatedOncePerNamespace(t *testing.T) {
 	g.Expect(sa).To(Equal("platform-operator-release"))
 	account := &corev1.ServiceAccount{}
 	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: sa}, account)).To(Succeed())
-	g.Expect(account.Labels).To(HaveKeyWithValue(ManagedByLabel, "platform-operator"))
+	g.Expect(account.Labels).To(HaveKeyWithValue(releaseidentity.ManagedByLabel, releaseidentity.ManagedByValue))
 	binding := &rbacv1.RoleBinding{}
 	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: sa}, binding)).To(Succeed())
 	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "platform-operator-release-deployer"}))

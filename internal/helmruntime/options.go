@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
@@ -53,17 +54,10 @@ type Options struct {
 	// Empty means: resolve it in Complete (see watchconfig.ResolveReleaseNamespace).
 	ReleaseNamespace string
 
-	// ReleaseServiceAccount, when set, is the ServiceAccount that the
-	// releases of namespaced kinds are applied as when neither their
-	// namespace (ReleaseServiceAccountAnnotation) nor their kind
-	// (watches.yaml serviceAccountName) names one. The runtime creates it
-	// in the release's namespace with a RoleBinding of the same name to
-	// ReleaseDeployerRole. Empty: such releases are applied with the
-	// operator's own rights.
-	ReleaseServiceAccount string
-	// ReleaseDeployerRole is the ClusterRole that RoleBinding grants
-	// (config/rbac/release_deployer_role.yaml, as deployed).
-	ReleaseDeployerRole string
+	// ReleaseIdentity names the ServiceAccount the runtime creates and
+	// applies the releases of namespaced kinds as, when neither their
+	// namespace nor their kind names one (package releaseidentity).
+	ReleaseIdentity releaseidentity.Options
 
 	// WatchNamespaces restricts the namespaces whose objects are cached and
 	// reconciled; empty means all namespaces. Complete fills it from
@@ -87,13 +81,9 @@ func DefaultOptions() Options {
 		ReconcilePeriod:         watchconfig.DefaultReconcilePeriod,
 		MaxConcurrentReconciles: watchconfig.DefaultMaxConcurrentReconciles(),
 		MaxReleaseHistory:       watchconfig.DefaultMaxReleaseHistory,
-		ReleaseDeployerRole:     DefaultReleaseDeployerRole,
+		ReleaseIdentity:         releaseidentity.DefaultOptions(),
 	}
 }
-
-// DefaultReleaseDeployerRole is the name config/ deploys the release
-// deployer ClusterRole under.
-const DefaultReleaseDeployerRole = "platform-operator-release-deployer"
 
 // BindFlags registers the runtime's command-line flags on fs. The current
 // field values of o are the flag defaults, so call it on [DefaultOptions].
@@ -110,11 +100,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReleaseNamespace, "release-namespace", o.ReleaseNamespace,
 		"Namespace that stores the Helm releases of cluster-scoped kinds "+
 			"(default: $"+watchconfig.PodNamespaceEnvVar+", else the in-cluster service-account namespace, else \""+watchconfig.FallbackReleaseNamespace+"\").")
-	fs.StringVar(&o.ReleaseServiceAccount, "release-service-account", o.ReleaseServiceAccount,
-		"ServiceAccount that releases of namespaced kinds are applied as when neither their namespace nor their kind names one; "+
-			"created in the release's namespace and bound to --release-deployer-role there. Empty: the operator's own rights.")
-	fs.StringVar(&o.ReleaseDeployerRole, "release-deployer-role", o.ReleaseDeployerRole,
-		"ClusterRole bound to --release-service-account in each namespace it is created in.")
+	o.ReleaseIdentity.BindFlags(fs)
 }
 
 // Complete fills the options that come from the environment: the release
@@ -147,13 +133,8 @@ func (o *Options) Validate() error {
 	if o.ReleaseNamespace == "" {
 		errs = append(errs, errors.New("release namespace must not be empty"))
 	}
-	if o.ReleaseServiceAccount != "" {
-		if err := watchconfig.CheckServiceAccountName(o.ReleaseServiceAccount); err != nil {
-			errs = append(errs, fmt.Errorf("release service account: %w", err))
-		}
-		if o.ReleaseDeployerRole == "" {
-			errs = append(errs, errors.New("release deployer role must not be empty with a release service account"))
-		}
+	if err := o.ReleaseIdentity.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid options: %w", err)

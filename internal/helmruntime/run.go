@@ -21,6 +21,7 @@ import (
 	"github.com/acme/platform-operator/internal/helmconfig"
 	"github.com/acme/platform-operator/internal/managersetup"
 	"github.com/acme/platform-operator/internal/release"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/shard"
 	"github.com/acme/platform-operator/internal/supervisor"
 	"github.com/acme/platform-operator/internal/watchconfig"
@@ -100,8 +101,8 @@ type runtimeState struct {
 	serviceAccounts []string
 	// managedIdentity is the ServiceAccount the runtime creates for the
 	// releases of namespaced kinds that nothing else names one for
-	// (Options.ReleaseServiceAccount); nil: the operator's own rights.
-	managedIdentity *managedIdentity
+	// (Options.ReleaseIdentity); nil: the operator's own rights.
+	managedIdentity *releaseidentity.Managed
 	log             logr.Logger
 	// activity outlives each manager, so that an action of a stopped
 	// manager that still runs stays protected from unlocking.
@@ -148,12 +149,8 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		states = already.ExistingCollector.(*readyStates)
 	}
-	var managed *managedIdentity
-	if opts.ReleaseServiceAccount != "" {
-		managed = &managedIdentity{name: opts.ReleaseServiceAccount, role: opts.ReleaseDeployerRole}
-	}
 	return &runtimeState{
-		managedIdentity: managed,
+		managedIdentity: opts.ReleaseIdentity.Managed(),
 		readyStates:     states,
 		remediations:    remediations,
 		opts:            opts,

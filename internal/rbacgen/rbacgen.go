@@ -154,6 +154,10 @@ func deployerRole(kinds []renderedKind) string {
 		writeRule(&b, "", []string{"pods/log"}, []string{"get"}, nil)
 	}
 	writeBinds(&b, binds)
+	writeComment(&b, "The sidecar, as this identity too: a CronScaler scales its target (the /scale subresource, or an HPA's minReplicas and maxReplicas), and the rotation annotation rolls the Pods of a Deployment or StatefulSet whose Secrets or ConfigMaps changed.")
+	writeRule(&b, "apps", []string{"deployments/scale", "replicasets/scale", "statefulsets/scale"}, []string{"get", "update", "patch"}, nil)
+	writeRule(&b, "apps", []string{"deployments", "statefulsets"}, []string{"get", "patch"}, nil)
+	writeRule(&b, "autoscaling", []string{"horizontalpodautoscalers"}, []string{"get", "update", "patch"}, nil)
 	return b.String()
 }
 

@@ -108,6 +108,9 @@ subjects: [{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}]
 		"- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n",
 		"  resources: [pods/log]\n  verbs: [get]\n",
 		"  resources: [clusterroles]\n  verbs: [bind]\n  resourceNames: [view]\n",
+		// The sidecar's writes, whatever the charts render.
+		"- apiGroups: [apps]\n  resources: [deployments/scale, replicasets/scale, statefulsets/scale]\n  verbs: [get, update, patch]\n",
+		"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, update, patch]\n",
 	} {
 		if !strings.Contains(got.Deployer, want) {
 			t.Errorf("deployer role lacks\n%s\ngot:\n%s", want, got.Deployer)

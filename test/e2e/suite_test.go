@@ -215,6 +215,7 @@ func run(m *testing.M) int {
 		fixedArgs: append([]string{
 			"--admission-port", webhookPort, "--admission-host", "127.0.0.1",
 			"--admission-certs", "provided", "--admission-cert-dir", webhookCertDir,
+			"--release-service-account", releaseServiceAccount,
 		}, leaderElection...),
 	}
 	for _, p := range []*operatorProcess{env.manager, env.extensions} {

@@ -30,7 +30,7 @@ func (c TargetClaims) Check(ctx context.Context, cs, old *autoscalingv1alpha1.Cr
 		return nil, nil
 	}
 	path := field.NewPath("spec", "scaleTargetRef")
-	t, err := targetFor(c.Client, cs)
+	t, err := targetFor(c.Client, c.Client, cs) // only read
 	if err != nil {
 		return field.ErrorList{field.Invalid(path.Child("apiVersion"), cs.Spec.ScaleTargetRef.APIVersion, err.Error())}, nil
 	}

@@ -27,6 +27,7 @@ import (
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/schedule"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/shard"
 )
 
@@ -44,9 +45,25 @@ type Reconciler struct {
 	// Shard selects the CronScalers this process owns; nil owns all.
 	// Another shard's CronScaler is left to that shard's sidecar.
 	Shard labels.Selector
+	// Writers, when set, hands out the client that scales a target, as
+	// the release identity of its namespace (package releaseidentity);
+	// nil scales with Client.
+	Writers *releaseidentity.Writers
 	// burst defers status writes and Events during bursts of fires (see
 	// burstWriter); nil writes them in every reconcile.
 	burst *burstWriter
+}
+
+// target builds the target of cs, scaled as its namespace's identity.
+func (r *Reconciler) target(ctx context.Context, cs *autoscalingv1alpha1.CronScaler) (target, error) {
+	w := r.Client
+	if r.Writers != nil {
+		var err error
+		if w, _, err = r.Writers.For(ctx, cs.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	return targetFor(r.Client, w, cs)
 }
 
 // The permissions of this controller (CronScalers and their status and
@@ -128,7 +145,7 @@ func (r *Reconciler) enforce(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 		r.setReady(cs, metav1.ConditionFalse, ReasonSuspended, "spec.suspend is set: the target's replica count is left as it is")
 		return ctrl.Result{}, nil
 	}
-	t, err := targetFor(r.Client, cs)
+	t, err := r.target(ctx, cs)
 	if err != nil {
 		return ctrl.Result{}, r.targetFailed(cs, ev, triggerSchedule, err)
 	}
@@ -363,9 +380,18 @@ func (r *Reconciler) restore(ctx context.Context, cs *autoscalingv1alpha1.CronSc
 		// put back.
 		return nil
 	}
-	t, err := targetFor(r.Client, cs)
+	// A namespace being deleted takes the target with it; the identity
+	// that could scale it is going too.
+	ns, err := releaseidentity.Namespace(ctx, r.Client, cs.Namespace)
 	if err != nil {
+		return err
+	}
+	if ns == nil || ns.DeletionTimestamp != nil {
 		return nil
+	}
+	t, err := r.target(ctx, cs)
+	if err != nil {
+		return err
 	}
 	// Restoring is writing: only when this CronScaler owns the count.
 	h, err := r.claim(ctx, cs, t)

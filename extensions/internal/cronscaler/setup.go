@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/shard"
 )
 
@@ -78,6 +79,10 @@ type Options struct {
 	// set by main); nil owns all of them. All are cached, so that which
 	// CronScaler owns a target is judged alike in every shard.
 	Shard labels.Selector
+	// Writers hands out the client that scales a target, as its
+	// namespace's release identity (set by main); nil scales with the
+	// manager's client.
+	Writers *releaseidentity.Writers
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -109,6 +114,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		Recorder:  mgr.GetEventRecorderFor("cronscaler-controller"),
 		Clock:     clk,
 		Shard:     o.Shard,
+		Writers:   o.Writers,
 	}
 	if err := IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

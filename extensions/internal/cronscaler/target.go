@@ -44,15 +44,18 @@ type target interface {
 // hpaTarget is a HorizontalPodAutoscaler: the job sets minReplicas, raising
 // maxReplicas when it would be below.
 type hpaTarget struct {
-	c   client.Client
-	key types.NamespacedName
+	// c reads (the controller's cache); w writes, as the namespace's
+	// release identity (Reconciler.Writers).
+	c, w client.Client
+	key  types.NamespacedName
 }
 
 // scaleTarget is anything with a /scale subresource.
 type scaleTarget struct {
-	c   client.Client
-	gvk schema.GroupVersionKind
-	key types.NamespacedName
+	// c reads; w writes, as hpaTarget's.
+	c, w client.Client
+	gvk  schema.GroupVersionKind
+	key  types.NamespacedName
 }
 
 // isHPA tells whether a scaleTargetRef names a HorizontalPodAutoscaler.
@@ -60,8 +63,9 @@ func isHPA(gk schema.GroupKind) bool {
 	return gk.Group == "autoscaling" && gk.Kind == "HorizontalPodAutoscaler"
 }
 
-// targetFor builds the target of a CronScaler.
-func targetFor(c client.Client, cs *autoscalingv1alpha1.CronScaler) (target, error) {
+// targetFor builds the target of a CronScaler, read with c and written
+// with w.
+func targetFor(c, w client.Client, cs *autoscalingv1alpha1.CronScaler) (target, error) {
 	ref := cs.Spec.ScaleTargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
@@ -70,9 +74,9 @@ func targetFor(c client.Client, cs *autoscalingv1alpha1.CronScaler) (target, err
 	key := types.NamespacedName{Namespace: cs.Namespace, Name: ref.Name}
 	gvk := gv.WithKind(ref.Kind)
 	if isHPA(gvk.GroupKind()) {
-		return &hpaTarget{c: c, key: key}, nil
+		return &hpaTarget{c: c, w: w, key: key}, nil
 	}
-	return &scaleTarget{c: c, gvk: gvk, key: key}, nil
+	return &scaleTarget{c: c, w: w, gvk: gvk, key: key}, nil
 }
 
 func (t *scaleTarget) describe() string { return t.gvk.Kind + "/" + t.key.Name }
@@ -110,7 +114,7 @@ func (t *scaleTarget) replicas(ctx context.Context) (int32, error) {
 
 func (t *scaleTarget) setReplicas(ctx context.Context, n int32) error {
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n))
-	if err := t.c.SubResource("scale").Patch(ctx, t.object(), patch); err != nil {
+	if err := t.w.SubResource("scale").Patch(ctx, t.object(), patch); err != nil {
 		return t.classify(ctx, err)
 	}
 	return nil
@@ -121,7 +125,7 @@ func (t *scaleTarget) setReplicas(ctx context.Context, n int32) error {
 func (t *scaleTarget) swapReplicas(ctx context.Context, from, to int32) (bool, error) {
 	patch := client.RawPatch(types.JSONPatchType, fmt.Appendf(nil,
 		`[{"op":"test","path":"/spec/replicas","value":%d},{"op":"replace","path":"/spec/replicas","value":%d}]`, from, to))
-	err := t.c.SubResource("scale").Patch(ctx, t.object(), patch)
+	err := t.w.SubResource("scale").Patch(ctx, t.object(), patch)
 	switch {
 	case err == nil:
 		return true, nil
@@ -141,9 +145,10 @@ func (t *scaleTarget) classify(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: the API server has no kind %s in %s", errTargetNotScalable, t.gvk.Kind, t.gvk.GroupVersion())
 	}
 	if apierrors.IsForbidden(err) {
-		// RBAC is checked before existence: the operator's ClusterRole
-		// grants /scale only for the kinds it knows to be scalable.
-		return fmt.Errorf("%w: %s %s: access to its /scale subresource is forbidden: the kind has no /scale subresource, or the operator's ClusterRole lacks get and patch on its <resource>/scale", errTargetNotScalable, t.gvk.Kind, t.key.Name)
+		// RBAC is checked before existence: the roles grant /scale only
+		// for the kinds known to be scalable.
+		return fmt.Errorf("%w: %s %s: access to its /scale subresource is forbidden: the kind has no /scale subresource, or the namespace's release identity (or, without one, the operator's ClusterRole) lacks get and patch on its <resource>/scale: %s",
+			errTargetNotScalable, t.gvk.Kind, t.key.Name, err.Error())
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s: %w", t.describe(), err)
@@ -220,7 +225,7 @@ func (t *hpaTarget) setBounds(ctx context.Context, min, max int32) (int32, error
 	case hpa.Spec.MaxReplicas < min:
 		hpa.Spec.MaxReplicas = min
 	}
-	if err := t.c.Patch(ctx, hpa, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := t.w.Patch(ctx, hpa, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return 0, fmt.Errorf("%s: %w", t.describe(), err)
 	}
 	return oldMax, nil

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/acme/platform-operator/internal/references"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 )
 
 // refIndex indexes workloads by the objects their Pods read
@@ -92,7 +93,7 @@ var kinds = []workloadKind{
 
 // SetupWithManager adds one controller per workload kind. The workloads
 // followed are those a resource of a kind in watchesFile owns.
-func SetupWithManager(mgr ctrl.Manager, watchesFile string) error {
+func SetupWithManager(mgr ctrl.Manager, watchesFile string, writers *releaseidentity.Writers) error {
 	ws, err := watches.Load(watchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", watchesFile, err)
@@ -106,6 +107,7 @@ func SetupWithManager(mgr ctrl.Manager, watchesFile string) error {
 			Client:   mgr.GetClient(),
 			Reader:   mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorderFor("platform-operator-rotation"),
+			Writers:  writers,
 			kind:     k,
 			owners:   owners,
 		}
@@ -121,8 +123,11 @@ type Reconciler struct {
 	Client   client.Client
 	Reader   client.Reader // reads the referenced objects from the API server
 	Recorder record.EventRecorder
-	kind     workloadKind
-	owners   map[schema.GroupKind]bool
+	// Writers, when set, hands out the client that annotates a workload,
+	// as its namespace's release identity; nil annotates with Client.
+	Writers *releaseidentity.Writers
+	kind    workloadKind
+	owners  map[schema.GroupKind]bool
 }
 
 func (r *Reconciler) setup(mgr ctrl.Manager) error {
@@ -230,7 +235,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equalAnnotations(before.GetAnnotations(), obj.GetAnnotations()) && !roll {
 		return ctrl.Result{}, nil
 	}
-	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+	w := r.Client
+	if r.Writers != nil {
+		if w, _, err = r.Writers.For(ctx, obj.GetNamespace()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := w.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if roll {
