@@ -99,13 +99,15 @@ spec:
 func TestOperatorWritesWorkloadsOnlyAsTheReleaseServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	const ns, name, account = "real-release-identity", "shop", "platform-operator-release"
+	const ns, name, account = "real-release-identity", "ledger", "platform-operator-release"
 	operator := "system:serviceaccount:platform-operator-system:platform-operator-controller-manager"
 	releaser := "system:serviceaccount:" + ns + ":" + account
 	cluster.CreateNamespace(t, ns)
 	canI := func(verb, resource, namespace, user string) string {
 		out, _ := cluster.Kubectl("auth", "can-i", verb, resource, "-n", namespace, "--as", user)
-		return strings.TrimSpace(out)
+		// The answer is the last line, after any warning.
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1]
 	}
 	for _, res := range []string{"deployments.apps", "statefulsets.apps", "services", "configmaps", "ingresses.networking.k8s.io", "poddisruptionbudgets.policy"} {
 		for _, where := range []string{ns, "kube-system"} {
@@ -114,6 +116,12 @@ func TestOperatorWritesWorkloadsOnlyAsTheReleaseServiceAccount(t *testing.T) {
 	}
 
 	cluster.Apply(t, ns, realnode.WebAppManifest(name, 1))
+	t.Cleanup(func() {
+		// Its host would be taken for the tests after this one.
+		if out, err := cluster.Kubectl("delete", "webapp", name, "-n", ns, "--wait=true", "--timeout=120s"); err != nil {
+			t.Logf("cleanup: %v\n%s", err, out)
+		}
+	})
 	out, err := cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/"+name, "--timeout=240s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
@@ -125,6 +133,6 @@ func TestOperatorWritesWorkloadsOnlyAsTheReleaseServiceAccount(t *testing.T) {
 	g.Expect(binding.RoleRef.Name).To(Equal("platform-operator-release-deployer"))
 	g.Expect(canI("create", "deployments.apps", ns, releaser)).To(Equal("yes"))
 	g.Expect(canI("create", "deployments.apps", "kube-system", releaser)).To(Equal("no"))
-	g.Expect(canI("create", "clusterroles.rbac.authorization.k8s.io", "", releaser)).To(Equal("no"))
+	g.Expect(canI("create", "clusterroles.rbac.authorization.k8s.io", ns, releaser)).To(Equal("no"))
 	t.Logf("the WebApp is Ready, applied as %s; the operator itself may create no workload", releaser)
 }
