@@ -183,6 +183,7 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 			"watches", len(rt.watches),
 			"watchNamespaces", describeNamespaces(rt.opts.WatchNamespaces),
 			"releaseNamespace", rt.opts.ReleaseNamespace,
+			"releaseServiceAccount", describeIdentity(rt.opts.ReleaseIdentity),
 			"shardSelector", describeShard(rt.opts.Shard()),
 			"leaderElect", rt.opts.LeaderElect,
 			"leaderElectionID", mo.LeaderElectionID,
@@ -249,4 +250,13 @@ func describeNamespaces(namespaces []string) any {
 		return "all"
 	}
 	return namespaces
+}
+
+// describeIdentity says what the releases of namespaced kinds are applied
+// as, for the log.
+func describeIdentity(o releaseidentity.Options) string {
+	if o.ServiceAccount == "" {
+		return "<the operator's own rights>"
+	}
+	return o.ServiceAccount + " (bound to " + o.DeployerRole + ")"
 }
