@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/acme/platform-operator/internal/managersetup"
+	"github.com/acme/platform-operator/internal/releaseidentity"
 	"github.com/acme/platform-operator/internal/watchconfig"
 )
 
@@ -35,6 +36,7 @@ func TestDefaultOptions(t *testing.T) {
 	g.Expect(o.MaxReleaseHistory).To(Equal(10))                               // revisions kept
 	g.Expect(o.ReleaseNamespace).To(BeEmpty())                                // resolved by Complete
 	g.Expect(o.WatchNamespaces).To(BeNil())                                   // resolved by Complete
+	g.Expect(o.ReleaseIdentity.ServiceAccount).To(BeEmpty())                  // the operator's own rights
 }
 
 func TestBindFlags(t *testing.T) {
@@ -69,6 +71,8 @@ func TestBindFlags(t *testing.T) {
 			"--max-concurrent-reconciles=7",
 			"--max-release-history=0",
 			"--release-namespace=releases",
+			"--release-service-account=platform-operator-release",
+			"--release-deployer-role=tenant-deployer",
 		})).To(Succeed())
 
 		g.Expect(o).To(Equal(Options{
@@ -90,6 +94,7 @@ func TestBindFlags(t *testing.T) {
 			MaxConcurrentReconciles: 7,
 			MaxReleaseHistory:       0,
 			ReleaseNamespace:        "releases",
+			ReleaseIdentity:         releaseidentity.Options{ServiceAccount: "platform-operator-release", DeployerRole: "tenant-deployer"},
 		}))
 	})
 }
