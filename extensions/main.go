@@ -25,9 +25,8 @@ import (
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/rotation"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
-	"github.com/acme/platform-operator/internal/managersetup"
-	"github.com/acme/platform-operator/internal/releaseidentity"
-	"github.com/acme/platform-operator/internal/supervisor"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 // notHelmRecords selects every Secret but Helm's release records (label
@@ -132,7 +131,7 @@ func main() {
 	}
 
 	log.Info("Starting extensions")
-	if err := supervisor.Run(drain.SignalContext(log), cfg, build, ctrl.Log.WithName("supervisor")); err != nil {
+	if err := managersetup.Supervise(drain.SignalContext(log), cfg, build, ctrl.Log.WithName("supervisor")); err != nil {
 		log.Error(err, "Extensions stopped with an error")
 		os.Exit(1)
 	}

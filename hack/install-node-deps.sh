@@ -5,7 +5,7 @@
 # conntrack for kube-proxy, ipset for kube-router's policy controller,
 # and a local image registry. Only missing
 # packages are installed; nothing is started or configured here
-# (internal/localcluster does that with its own config files).
+# (internal/devtools/localcluster does that with its own config files).
 set -euo pipefail
 
 packages=(

@@ -6,7 +6,7 @@
 # NODES=kwok (default): fake Nodes played by kwok, Pods never run. NODES=real:
 # one real node on this machine (containerd, kubelet, CNI bridge, kube-proxy,
 # CoreDNS, a registry on 127.0.0.1:5000); needs root (docs in
-# internal/localcluster/node.go). A number N means N kwok Nodes.
+# internal/devtools/localcluster/node.go). A number N means N kwok Nodes.
 NODES ?= kwok
 CLUSTER_NODES_FLAG = $(if $(filter kwok,$(NODES)),1,$(NODES))
 
@@ -26,7 +26,7 @@ cluster-up: cluster-binaries $(if $(filter real,$(NODES)),node-deps node-binarie
 
 .PHONY: cluster-smoke-real
 cluster-smoke-real: node-deps node-binaries ## Prove the real node: Pod, probe, DNS, Service, PVC, a NetworkPolicy deny, clean down.
-	LOCALCLUSTER_REAL_NODE=1 LOCALCLUSTER_BIN_DIR=$(K8S_BIN) go test -count=1 -timeout 15m -run 'TestRealNode' -v ./internal/localcluster/
+	LOCALCLUSTER_REAL_NODE=1 LOCALCLUSTER_BIN_DIR=$(K8S_BIN) go test -count=1 -timeout 15m -run 'TestRealNode' -v ./internal/devtools/localcluster/
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove its state.

@@ -11,7 +11,7 @@ test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart renderin
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests on a real etcd + kube-apiserver (envtest, bin/k8s).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/crdgen/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/operator/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/gen/crdgen/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build sdk-helm-operator ## End-to-end tests: both binaries on a full local cluster.

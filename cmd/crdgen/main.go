@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/gen/crdgen"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/acme/platform-operator/internal/csvgen"
+	"github.com/acme/platform-operator/internal/gen/csvgen"
 )
 
 func main() {

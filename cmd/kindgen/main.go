@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/acme/platform-operator/internal/kindgen"
+	"github.com/acme/platform-operator/internal/gen/kindgen"
 )
 
 func main() {

@@ -33,9 +33,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acme/platform-operator/internal/crdgen"
-	"github.com/acme/platform-operator/internal/localcluster"
-	"github.com/acme/platform-operator/internal/localcluster/hostpath"
+	"github.com/acme/platform-operator/internal/devtools/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/localcluster/hostpath"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 )
 
 func main() {
@@ -90,8 +90,8 @@ func main() {
 			err = fmt.Errorf("--kubeconfig is required")
 			break
 		}
-		var ks []crdgen.Kind
-		if ks, err = crdgen.LoadKinds(*kinds); err != nil {
+		var ks []apikinds.Kind
+		if ks, err = apikinds.LoadKinds(*kinds); err != nil {
 			break
 		}
 		var dir string

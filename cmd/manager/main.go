@@ -1,5 +1,5 @@
 // Command manager runs the platform-operator: one Helm-backed controller per
-// entry of the watches file. See package internal/helmruntime.
+// entry of the watches file. See package internal/operator/helmruntime.
 package main
 
 import (
@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/acme/platform-operator/internal/helmruntime"
-	"github.com/acme/platform-operator/internal/managersetup"
-	"github.com/acme/platform-operator/internal/watchconfig"
+	"github.com/acme/platform-operator/internal/operator/helmruntime"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
 func main() {

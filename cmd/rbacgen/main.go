@@ -13,7 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/acme/platform-operator/internal/rbacgen"
+	"github.com/acme/platform-operator/internal/gen/rbacgen"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/claims"
+	"github.com/acme/platform-operator/internal/operator/claims"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

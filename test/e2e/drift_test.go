@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/watchconfig"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/acme/platform-operator/internal/process"
+	"github.com/acme/platform-operator/internal/devtools/process"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/process"
+	"github.com/acme/platform-operator/internal/devtools/process"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

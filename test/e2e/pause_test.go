@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/helmruntime"
+	"github.com/acme/platform-operator/internal/operator/helmruntime"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/references"
+	"github.com/acme/platform-operator/internal/operator/workloadrefs"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
@@ -98,7 +98,7 @@ envVars:
 	t.Log("rotate the key: one rollout within 30 s, no release revision")
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
-		g.Expect(dep.Annotations).NotTo(HaveKey(references.MissingAnnotation))
+		g.Expect(dep.Annotations).NotTo(HaveKey(workloadrefs.MissingAnnotation))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	before := replicaSetsOf(ctx, g, ns, name)
 	revBefore := len(revisions)

@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/helmruntime"
-	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/internal/operator/helmruntime"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
@@ -28,7 +28,7 @@ func shardProcess(name string) *operatorProcess {
 		bin:        env.manager.bin,
 		logPath:    filepath.Join(filepath.Dir(env.manager.logPath), "manager-shard-"+name+".log"),
 		kubeconfig: env.manager.kubeconfig,
-		fixedArgs:  append(slices.Clone(env.manager.fixedArgs), "--shard-selector", shard.Label+"="+name),
+		fixedArgs:  append(slices.Clone(env.manager.fixedArgs), "--shard-selector", managersetup.ShardLabel+"="+name),
 	}
 }
 
@@ -82,7 +82,7 @@ kind: Nginx
 metadata:
   name: `+name+`
   labels:
-    `+shard.Label+`: a
+    `+managersetup.ShardLabel+`: a
 spec:
   replicaCount: 1
 `)
@@ -111,7 +111,7 @@ spec:
 
 	t.Log("the label moves to shard b (shard a stopped): shard b adopts the release as it is")
 	g.Expect(a.stop()).To(Succeed())
-	out, err := env.Kubectl("label", "nginx", name, "-n", ns, "--overwrite", shard.Label+"=b")
+	out, err := env.Kubectl("label", "nginx", name, "-n", ns, "--overwrite", managersetup.ShardLabel+"=b")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
 	g.Consistently(func(g Gomega) {

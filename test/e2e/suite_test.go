@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/crdgen"
-	"github.com/acme/platform-operator/internal/localcluster"
-	"github.com/acme/platform-operator/internal/process"
+	"github.com/acme/platform-operator/internal/devtools/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/process"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
@@ -165,7 +165,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: the webhook's certificates:", err)
 		return 1
 	}
-	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
+	kinds, err := apikinds.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

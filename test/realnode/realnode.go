@@ -1,6 +1,6 @@
 // Package realnode brings up what the suites that run the operator on a
 // real node share: a local cluster with one real node
-// (internal/localcluster), images pushed to its registry, and requests
+// (internal/devtools/localcluster), images pushed to its registry, and requests
 // made from a Pod inside the cluster network. What the suites do to the
 // cluster once it is up is test/testkit's, which Cluster embeds; the
 // suites themselves (test/real, test/olm) say what is tested.
@@ -18,7 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/localcluster"
 	"github.com/acme/platform-operator/test/testkit"
 )
 

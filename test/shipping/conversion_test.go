@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 )
 
 // TestConversionWebhookReachesTheSidecar: in what `make deploy` installs
@@ -54,9 +54,9 @@ func TestConversionWebhookReachesTheSidecar(t *testing.T) {
 	}
 	g.Expect(sidecar).NotTo(BeNil())
 
-	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
+	kinds, err := apikinds.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	converted := crdgen.ConvertedCRDs(kinds)
+	converted := apikinds.ConvertedCRDs(kinds)
 	g.Expect(converted).To(ContainElement("webapps.web.acme.com"))
 	for _, name := range converted {
 		crd := crds[name]

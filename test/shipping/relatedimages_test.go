@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/acme/platform-operator/internal/release"
-	"github.com/acme/platform-operator/internal/watchconfig"
+	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
 // relatedImageEnv returns the RELATED_IMAGE_* variables of a container.

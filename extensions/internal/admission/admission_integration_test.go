@@ -45,9 +45,9 @@ import (
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
-	"github.com/acme/platform-operator/internal/claims"
-	"github.com/acme/platform-operator/internal/release"
-	"github.com/acme/platform-operator/internal/testenv"
+	"github.com/acme/platform-operator/internal/devtools/testenv"
+	"github.com/acme/platform-operator/internal/operator/claims"
+	"github.com/acme/platform-operator/internal/operator/release"
 )
 
 // The integration tests run the webhook as the sidecar does, in a manager

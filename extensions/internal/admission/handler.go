@@ -9,13 +9,13 @@
 //     platform.acme.com/remediation) do not parse, the rule the runtime
 //     reads them by (watchconfig.Remediation.For);
 //   - a release name another resource already owns or claims, or a
-//     release installed by hand (preflight.Preflight);
+//     release installed by hand (admissioncheck.Checker);
 //   - a spec the kind's chart does not render with, rendered exactly as
 //     the runtime would, or renders into a release whose record is larger
-//     than a Secret may hold (preflight.Preflight);
+//     than a Secret may hold (admissioncheck.Checker);
 //   - a rendered object that exists and belongs to another release, or to
 //     none, and a rendered Ingress host another tenant serves (--unique-hosts;
-//     preflight.Preflight asks package claims);
+//     admissioncheck.Checker asks package claims);
 //   - a CronScaler whose target another CronScaler or an HPA scales
 //     (cronscaler.TargetClaims);
 //   - a NamespaceTenant whose namespace another tenant claims
@@ -49,14 +49,14 @@ import (
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
-	"github.com/acme/platform-operator/internal/preflight"
+	"github.com/acme/platform-operator/internal/operator/admissioncheck"
 )
 
 // Validator answers the admission requests of every kind of ours.
 type Validator struct {
-	Preflight *preflight.Preflight
-	Targets   cronscaler.TargetClaims
-	Tenants   tenant.NamespaceClaims
+	Check   *admissioncheck.Checker
+	Targets cronscaler.TargetClaims
+	Tenants tenant.NamespaceClaims
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -85,7 +85,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			return admission.Allowed("")
 		}
 	}
-	if v.Preflight.Reconciles(obj) {
+	if v.Check.Reconciles(obj) {
 		if errs := remediationErrors(obj); len(errs) > 0 {
 			return refuse(obj, errs)
 		}
@@ -131,7 +131,7 @@ func (v *Validator) check(ctx context.Context, obj, old *unstructured.Unstructur
 			return errs, nil, err
 		}
 	}
-	return v.Preflight.Check(ctx, obj, old)
+	return v.Check.Check(ctx, obj, old)
 }
 
 func toCronScaler(u *unstructured.Unstructured) (*autoscalingv1alpha1.CronScaler, error) {

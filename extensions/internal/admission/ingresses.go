@@ -6,7 +6,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/claims"
+	"github.com/acme/platform-operator/internal/operator/claims"
 )
 
 // hostIndex is the cache index of Ingresses by the hosts they serve.

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/acme/platform-operator/extensions/internal/conversion"
-	"github.com/acme/platform-operator/internal/claims"
+	"github.com/acme/platform-operator/internal/operator/claims"
 )
 
 // How the webhook server gets its certificate.

@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/acme/platform-operator/internal/watchconfig"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
 // remediationAnnotations are the annotations of a resource's remediation

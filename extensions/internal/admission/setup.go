@@ -25,10 +25,10 @@ import (
 	"github.com/acme/platform-operator/extensions/internal/conversion"
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
-	"github.com/acme/platform-operator/internal/claims"
-	"github.com/acme/platform-operator/internal/crdgen"
-	"github.com/acme/platform-operator/internal/preflight"
-	"github.com/acme/platform-operator/internal/watchconfig"
+	"github.com/acme/platform-operator/internal/operator/admissioncheck"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
+	"github.com/acme/platform-operator/internal/operator/claims"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
 // SetupWithManager adds the webhook server to mgr, serving the validating
@@ -61,14 +61,14 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if releaseNamespace == "" {
 		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
 	}
-	hosts := preflight.Hosts{Scope: o.HostScope}
+	hosts := admissioncheck.Hosts{Scope: o.HostScope}
 	if o.HostScope != claims.HostsOff {
 		if err := IndexIngressHosts(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return fmt.Errorf("index the Ingresses by host: %w", err)
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	preflight, err := preflight.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, releaseNamespace, hosts)
+	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}
@@ -86,8 +86,8 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	}
 	srv := webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts})
 	var handler http.Handler = &webhook.Admission{Handler: &Validator{
-		Preflight: preflight,
-		Targets:   cronscaler.TargetClaims{Client: mgr.GetClient()},
+		Check:   check,
+		Targets: cronscaler.TargetClaims{Client: mgr.GetClient()},
 		// The client reads unstructured objects from the API server, which
 		// cannot select by the index: the cache can.
 		Tenants: tenant.NamespaceClaims{Client: mgr.GetCache()},
@@ -99,11 +99,11 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	// The conversion webhook of the kinds with a second version, on the
 	// same server and certificate (config/crd/kinds.yaml; crdgen points
 	// their CRDs at this Service and path).
-	kinds, err := crdgen.LoadKinds(o.KindsFile)
+	kinds, err := apikinds.LoadKinds(o.KindsFile)
 	if err != nil {
 		return fmt.Errorf("load the kinds file %q: %w", o.KindsFile, err)
 	}
-	conversionCRDs := crdgen.ConvertedCRDs(kinds)
+	conversionCRDs := apikinds.ConvertedCRDs(kinds)
 	var converter http.Handler = &conversion.Webhook{Rules: conversion.New(kinds), Log: mgr.GetLogger().WithName("conversion")}
 	if o.Draining != nil {
 		converter = o.Draining.Handler(converter)

@@ -2,7 +2,7 @@
 // custom resources of a chart-backed kind between the kind's own version
 // (the storage version, the one the Helm runtime reads, whose spec is the
 // chart's values) and the further versions config/crd/kinds.yaml declares,
-// which differ from it only by field renames (crdgen.ServedVersion).
+// which differ from it only by field renames (apikinds.ServedVersion).
 //
 // The rules are read from the kinds file at start-up, the same file crdgen
 // turns into the CRDs, so the CRD's schemas and the webhook cannot drift.
@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 )
 
 // Rules are the conversions of every kind that serves more than one
@@ -33,26 +33,26 @@ type kindRules struct {
 	// storage is the kind's own version: the chart's names.
 	storage string
 	// renames maps each further version to its renames.
-	renames map[string][]crdgen.Rename
+	renames map[string][]apikinds.Rename
 }
 
 // Load reads the rules from a kinds file (config/crd/kinds.yaml).
 func Load(kindsFile string) (*Rules, error) {
-	kinds, err := crdgen.LoadKinds(kindsFile)
+	kinds, err := apikinds.LoadKinds(kindsFile)
 	if err != nil {
 		return nil, err
 	}
 	return New(kinds), nil
 }
 
-// New returns the rules of kinds (as crdgen.ParseKinds checked them).
-func New(kinds []crdgen.Kind) *Rules {
+// New returns the rules of kinds (as apikinds.ParseKinds checked them).
+func New(kinds []apikinds.Kind) *Rules {
 	r := &Rules{kinds: map[schema.GroupKind]kindRules{}}
 	for _, k := range kinds {
 		if len(k.Versions) == 0 {
 			continue
 		}
-		kr := kindRules{storage: k.Version, renames: map[string][]crdgen.Rename{}}
+		kr := kindRules{storage: k.Version, renames: map[string][]apikinds.Rename{}}
 		for _, v := range k.Versions {
 			kr.renames[v.Name] = v.Renames
 		}

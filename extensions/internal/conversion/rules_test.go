@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 )
 
 // testKinds has one kind with a second version (one rename in place, one
@@ -42,7 +42,7 @@ const testKinds = `
 
 func testRules(t *testing.T) *Rules {
 	t.Helper()
-	kinds, err := crdgen.ParseKinds([]byte(testKinds))
+	kinds, err := apikinds.ParseKinds([]byte(testKinds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +159,9 @@ func TestShippedKinds(t *testing.T) {
 	g.Expect(r.Convert(u, "web.acme.com/v1beta1")).To(Succeed())
 	g.Expect(u.Object["spec"]).To(Equal(map[string]any{"deploymentTier": "dev", "hostname": "a.example.com"}))
 
-	kinds, err := crdgen.LoadKinds(file)
+	kinds, err := apikinds.LoadKinds(file)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(crdgen.ConvertedCRDs(kinds)).To(Equal([]string{"webapps.web.acme.com"}))
+	g.Expect(apikinds.ConvertedCRDs(kinds)).To(Equal([]string{"webapps.web.acme.com"}))
 }
 
 // The sidecar may update the CRDs it injects its CA into, and only those
@@ -169,7 +169,7 @@ func TestShippedKinds(t *testing.T) {
 func TestShippedRoleGrantsConversionCRDs(t *testing.T) {
 	g := NewWithT(t)
 	root := filepath.Join("..", "..", "..")
-	kinds, err := crdgen.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
+	kinds, err := apikinds.LoadKinds(filepath.Join(root, "config", "crd", "kinds.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -184,5 +184,5 @@ func TestShippedRoleGrantsConversionCRDs(t *testing.T) {
 		}
 	}
 	slices.Sort(named)
-	g.Expect(named).To(Equal(crdgen.ConvertedCRDs(kinds)))
+	g.Expect(named).To(Equal(apikinds.ConvertedCRDs(kinds)))
 }

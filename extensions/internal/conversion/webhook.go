@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/acme/platform-operator/internal/crdgen"
+	"github.com/acme/platform-operator/internal/operator/apikinds"
 )
 
 // Path is where the webhook is served, the path of the CRDs' conversion
 // clientConfig.
-const Path = crdgen.ConversionPath
+const Path = apikinds.ConversionPath
 
 // maxRequestBytes bounds a ConversionReview: the API server sends at most
 // one list page of objects, each at most about 1.5 MiB in etcd.

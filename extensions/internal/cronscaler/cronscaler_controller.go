@@ -27,8 +27,8 @@ import (
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
 	"github.com/acme/platform-operator/extensions/internal/schedule"
-	"github.com/acme/platform-operator/internal/releaseidentity"
-	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 // Reconciler reconciles CronScalers.
@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !shard.Owns(r.Shard, cs) {
+	if !managersetup.OwnsShard(r.Shard, cs) {
 		return ctrl.Result{}, nil
 	}
 	if !cs.DeletionTimestamp.IsZero() {

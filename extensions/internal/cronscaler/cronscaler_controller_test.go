@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
-	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
 )
 
 func at(s string) time.Time {
@@ -602,14 +602,14 @@ func TestReconcileLeavesOtherShards(t *testing.T) {
 	hpa := apiHPA(ns)
 	g.Expect(c.Create(ctx, hpa)).To(Succeed())
 	cs := &autoscalingv1alpha1.CronScaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: map[string]string{shard.Label: "a"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: map[string]string{managersetup.ShardLabel: "a"}},
 		Spec: autoscalingv1alpha1.CronScalerSpec{
 			ScaleTargetRef: autoscalingv1alpha1.ScaleTargetRef{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "api"},
 			Jobs:           []autoscalingv1alpha1.ScheduleJob{{Name: "low", Schedule: "0 0 * * *", Replicas: 2}},
 		},
 	}
 	g.Expect(c.Create(ctx, cs)).To(Succeed())
-	sel, err := shard.Parse(shard.Label + "=b")
+	sel, err := managersetup.ParseShard(managersetup.ShardLabel + "=b")
 	g.Expect(err).NotTo(HaveOccurred())
 	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(at("2026-11-23T06:00:00Z")), Shard: sel}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)}
@@ -625,7 +625,7 @@ func TestReconcileLeavesOtherShards(t *testing.T) {
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(hpa), h)).To(Succeed())
 	g.Expect(*h.Spec.MinReplicas).To(Equal(int32(1)))
 
-	got.Labels[shard.Label] = "b"
+	got.Labels[managersetup.ShardLabel] = "b"
 	g.Expect(c.Update(ctx, got)).To(Succeed())
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())

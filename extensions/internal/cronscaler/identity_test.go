@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
-	"github.com/acme/platform-operator/internal/releaseidentity"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 // TestReconcileScalesAsTheNamespaceIdentity: with a managed release

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
-	"github.com/acme/platform-operator/internal/releaseidentity"
-	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 // A burst of fires is over when no reconcile has been in flight for
@@ -129,7 +128,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	changed := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("cronscaler").
-		For(&autoscalingv1alpha1.CronScaler{}, builder.WithPredicates(predicate.Or[client.Object](specOrDeletion, shard.Moved(o.Shard)))).
+		For(&autoscalingv1alpha1.CronScaler{}, builder.WithPredicates(predicate.Or[client.Object](specOrDeletion, managersetup.ShardMoved(o.Shard)))).
 		Watches(&autoscalingv1alpha1.CronScaler{}, r.enqueueRivals(), builder.WithPredicates(specOrDeletion)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.enqueueScalersOfHPA(), changed)
 	for _, w := range watchedKinds {

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/acme/platform-operator/internal/testenv"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1alpha1 "github.com/acme/platform-operator/extensions/api/v1alpha1"
+	"github.com/acme/platform-operator/internal/devtools/testenv"
 )
 
 // The integration tests of this package share one real API server (etcd +

@@ -39,12 +39,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/acme/platform-operator/internal/references"
-	"github.com/acme/platform-operator/internal/releaseidentity"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
+	"github.com/acme/platform-operator/internal/operator/workloadrefs"
 )
 
 // refIndex indexes workloads by the objects their Pods read
-// (references.Ref.ObjectKey).
+// (workloadrefs.Ref.ObjectKey).
 const refIndex = "platform.acme.com/references"
 
 // Helm's ownership annotations on every object of a release.
@@ -137,7 +137,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 			return nil
 		}
 		var keys []string
-		for _, ref := range references.FromPodSpec(&r.kind.template(o).Spec) {
+		for _, ref := range workloadrefs.FromPodSpec(&r.kind.template(o).Spec) {
 			keys = append(keys, ref.ObjectKey())
 		}
 		return keys
@@ -160,8 +160,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rotation-"+r.kind.name).
 		For(r.kind.newObj(), builder.WithPredicates(predicate.NewPredicateFuncs(r.ours))).
-		WatchesMetadata(&corev1.Secret{}, toWorkloads(references.Secret), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		WatchesMetadata(&corev1.ConfigMap{}, toWorkloads(references.ConfigMap), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WatchesMetadata(&corev1.Secret{}, toWorkloads(workloadrefs.Secret), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WatchesMetadata(&corev1.ConfigMap{}, toWorkloads(workloadrefs.ConfigMap), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Complete(r)
 }
 
@@ -200,7 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		a := o.GetAnnotations()
 		return a[releaseNameAnnotation] == release && a[releaseNamespaceAnnotation] == releaseNS
 	}
-	st, err := references.Read(ctx, r.Reader, obj.GetNamespace(), references.FromPodSpec(&tmpl.Spec), own)
+	st, err := workloadrefs.Read(ctx, r.Reader, obj.GetNamespace(), workloadrefs.FromPodSpec(&tmpl.Spec), own)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			log.Error(err, "cannot read a referenced object")
@@ -209,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	before := obj.DeepCopyObject().(client.Object)
-	recorded := ann[references.ChecksumAnnotation]
+	recorded := ann[workloadrefs.ChecksumAnnotation]
 	set := func(m map[string]string, k, v string) map[string]string {
 		if v == "" {
 			delete(m, k)
@@ -225,12 +225,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if st.Followed > 0 {
 		checksum = st.Checksum()
 	}
-	ann = set(ann, references.ChecksumAnnotation, checksum)
-	ann = set(ann, references.MissingAnnotation, st.MissingText())
+	ann = set(ann, workloadrefs.ChecksumAnnotation, checksum)
+	ann = set(ann, workloadrefs.MissingAnnotation, st.MissingText())
 	obj.SetAnnotations(ann)
 	roll := st.Followed > 0 && st.DataChanged(recorded)
 	if roll {
-		tmpl.Annotations = set(tmpl.Annotations, references.ChecksumAnnotation, checksum)
+		tmpl.Annotations = set(tmpl.Annotations, workloadrefs.ChecksumAnnotation, checksum)
 	}
 	if equalAnnotations(before.GetAnnotations(), obj.GetAnnotations()) && !roll {
 		return ctrl.Result{}, nil

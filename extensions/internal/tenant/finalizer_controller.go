@@ -20,7 +20,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/acme/platform-operator/internal/shard"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
 )
 
 // namespacePoll re-checks a namespace that is still being deleted, in case a
@@ -87,7 +87,7 @@ func (r *FinalizerReconciler) reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !shard.Owns(r.Shard, obj) {
+	if !managersetup.OwnsShard(r.Shard, obj) {
 		return ctrl.Result{}, nil
 	}
 	t := Tenant{obj}

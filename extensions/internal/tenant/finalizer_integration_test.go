@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/acme/platform-operator/internal/testenv"
+	"github.com/acme/platform-operator/internal/devtools/testenv"
 )
 
 var env *testenv.Env

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
-	"github.com/acme/platform-operator/internal/process"
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 var nginxGVR = schema.GroupVersionResource{Group: "web.acme.com", Version: "v1alpha1", Resource: "nginxes"}

@@ -1,5 +1,5 @@
 // Command cronscaler is the CronScaler benchmark (`make bench-cronscaler`),
-// not a test: it starts a local control plane (internal/localcluster), runs
+// not a test: it starts a local control plane (internal/devtools/localcluster), runs
 // bin/extensions as a process, creates N CronScalers whose jobs all fire at
 // the same minute boundary, and prints the lag from the scheduled fire to
 // the applied scale (p50/p99/max, seen by a watch on the targets, and the
@@ -26,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acme/platform-operator/internal/process"
-
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -41,7 +39,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
-	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 var (

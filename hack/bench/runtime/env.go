@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
-	"github.com/acme/platform-operator/internal/localcluster"
+	"github.com/acme/platform-operator/internal/devtools/localcluster"
 )
 
 // benchEnv is the fresh control plane of one measurement: its state

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
-	"github.com/acme/platform-operator/internal/chartrender"
+	"github.com/acme/platform-operator/internal/gen/chartrender"
 )
 
 // floorName names the floor in tables, ratios and the plot.

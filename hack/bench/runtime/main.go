@@ -2,7 +2,7 @@
 // for each runtime — ours (bin/manager), the stock helm-operator-plugins
 // v0.9.1 `run` and operator-sdk v1.42.2's `helm-operator`, the peers built
 // from source by the Makefile — and each N, it starts a fresh local control
-// plane (internal/localcluster: etcd, kube-apiserver, controller-manager,
+// plane (internal/devtools/localcluster: etcd, kube-apiserver, controller-manager,
 // scheduler; no kwok, so pods stay Pending, which Deployed does not need),
 // installs the CRDs, runs the runtime as a process with the same
 // watches.yaml (Nginx only, our real chart) and measures:
@@ -36,8 +36,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acme/platform-operator/internal/process"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -54,6 +52,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/acme/platform-operator/hack/bench/internal/benchkit"
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 var nginxGVR = schema.GroupVersionResource{Group: "web.acme.com", Version: "v1alpha1", Resource: "nginxes"}

@@ -1,5 +1,5 @@
 // Command probe is the workload of the real-node smoke test
-// (internal/localcluster, make cluster-smoke-real): one static binary that
+// (internal/devtools/localcluster, make cluster-smoke-real): one static binary that
 // serves HTTP, resolves names and fetches URLs, so that a single local image
 // checks readiness probes, cluster DNS and Service routing from inside a Pod.
 //

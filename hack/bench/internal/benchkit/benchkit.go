@@ -14,12 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acme/platform-operator/internal/process"
-
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 // ProcCPU is the user+system CPU seconds a process has used.

@@ -1,0 +1,53 @@
+package helmconfig
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery/cached/memory"
+
+	"github.com/acme/platform-operator/internal/devtools/helmtest"
+)
+
+func TestCapabilitiesCache(t *testing.T) {
+	g := NewWithT(t)
+	fake, fetches := helmtest.Server()
+	dc := memory.NewMemCacheClient(fake)
+	now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	c := NewCapabilities(30 * time.Second)
+	c.now = func() time.Time { return now }
+
+	caps, err := c.Get(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(caps.KubeVersion.Version).To(Equal("v1.35.4"))
+	g.Expect(caps.APIVersions.Has("apps/v1")).To(BeTrue())
+	g.Expect(caps.APIVersions.Has("apps/v1/Deployment")).To(BeTrue())
+	g.Expect(fetches()).To(Equal(1))
+
+	t.Log("within the max age: shared, and every caller gets its own copy")
+	caps.APIVersions[0] = "changed/v1"
+	now = now.Add(29 * time.Second)
+	again, err := c.Get(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fetches()).To(Equal(1))
+	g.Expect(again.APIVersions).NotTo(ContainElement("changed/v1"))
+
+	t.Log("a new API is seen once the max age has passed")
+	fake.Resources = append(fake.Resources, &metav1.APIResourceList{
+		GroupVersion: "monitoring.example.com/v1",
+		APIResources: []metav1.APIResource{{Name: "monitors", Kind: "Monitor", Namespaced: true}},
+	})
+	now = now.Add(time.Second)
+	caps, err = c.Get(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fetches()).To(Equal(2))
+	g.Expect(caps.APIVersions.Has("monitoring.example.com/v1")).To(BeTrue())
+
+	t.Log("or at once after invalidate")
+	c.Invalidate()
+	_, err = c.Get(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fetches()).To(Equal(3))
+}

@@ -1,0 +1,246 @@
+// Package helmconfig builds the Helm action configurations of the runtime:
+// every change the operator makes to what the library hands Helm happens
+// here, in one builder, and not in the action path's layers.
+//
+//   - Release storage: Helm's Secrets driver in the release namespace,
+//     under a check that refuses a new record too large for a Secret
+//     before it is sent, and a memo that reads each release's records
+//     once per action client, by name when the runtime's cache knows them
+//     (package helmstorage).
+//   - Kubernetes client: Helm's, in the release namespace, with waits that
+//     end when the reconcile's context ends and hooks bounded by a timeout
+//     (interruptible.go); its updates of a release's objects read each
+//     object once (updatereads.go) and are recorded for the kind's
+//     watches (ownwrites.go).
+//   - Capabilities: one view of the API server's version and APIs, shared
+//     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
+//   - Validation of rendered manifests: left to the API server
+//     (serverSideValidation).
+//   - Rollback of a failed upgrade: forced, unless the resource says
+//     otherwise (rollbackForce).
+package helmconfig
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/operator/helmstorage"
+)
+
+// Config is what the builder needs of one kind.
+type Config struct {
+	// REST and Mapper reach the API server.
+	REST   *rest.Config
+	Mapper meta.RESTMapper
+	// ReleaseNamespace picks the namespace of a resource's release: where
+	// its records are stored and what Helm installs into.
+	ReleaseNamespace helmclient.ObjectToStringMapper
+	// Capabilities is the view of the API server the kind's actions share.
+	Capabilities *Capabilities
+	// HookTimeout bounds Helm's waits that have no timeout of their own.
+	HookTimeout time.Duration
+	// OwnWrites, when set, has the objects the kind's upgrades and
+	// rollbacks write registered with it (recordingKubeClient).
+	OwnWrites *OwnWrites
+	// Records, when set, names the release records the runtime's cache
+	// holds, so that the storage reads them by name rather than listing
+	// the namespace's (helmstorage.NewIndexedMemo).
+	Records helmstorage.RecordIndex
+	// ServiceAccountFor, when set, names the ServiceAccount of obj's
+	// release namespace ns that Helm's Kubernetes client acts as for obj
+	// (impersonation), "" for the operator's own rights: a release may do
+	// to the cluster what that ServiceAccount may, not what the operator
+	// may. The release records are still read and written with the
+	// operator's rights.
+	ServiceAccountFor func(ctx context.Context, obj client.Object, ns string) (string, error)
+	// NamespaceDeleting, when set, reports whether the release namespace
+	// ns is being deleted. The uninstall of a resource being deleted
+	// there counts the deletes the API server forbids as done: the
+	// namespace's deletion removes those objects (deleteerrors.go).
+	NamespaceDeleting func(ctx context.Context, ns string) (bool, error)
+}
+
+// NewActionClientGetter returns the library's action client getter of one
+// kind, its action configurations built as the package comment says. It
+// is the bottom of the kind's action path.
+func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
+	storage := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
+		StorageNamespaceMapper: c.ReleaseNamespace,
+	})
+	// Helm's requests go through updateReads, which answers the repeated
+	// reads of an object within one update.
+	reads := &updateReads{}
+	restConfig := rest.CopyConfig(c.REST)
+	restConfig.Wrap(reads.wrap)
+	configGetter, err := helmclient.NewActionConfigGetter(restConfig, c.Mapper,
+		helmclient.ClientNamespaceMapper(c.ReleaseNamespace),
+		helmclient.ClientRestConfigMapper(c.actAs),
+		helmclient.StorageDriverMapper(func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+			d, err := storage(ctx, obj, cfg)
+			if err != nil {
+				return nil, err
+			}
+			d = helmstorage.LimitRecordSize(d)
+			if c.Records == nil {
+				return helmstorage.NewMemo(d), nil
+			}
+			ns, err := c.ReleaseNamespace(obj)
+			if err != nil {
+				return nil, err
+			}
+			return helmstorage.NewIndexedMemo(ctx, d, c.Records, ns), nil
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action config getter: %w", err)
+	}
+	acg := &builder{inner: configGetter, c: c, reads: reads}
+	forced, err := helmclient.NewActionClientGetter(acg, serverSideValidation()...)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action client getter: %w", err)
+	}
+	unforced, err := helmclient.NewActionClientGetter(acg, append(serverSideValidation(),
+		helmclient.AppendUpgradeFailureRollbackOptions(func(r *action.Rollback) error {
+			r.Force = false
+			return nil
+		}))...)
+	if err != nil {
+		return nil, fmt.Errorf("create Helm action client getter: %w", err)
+	}
+	return rollbackForce{forced: forced, unforced: unforced}, nil
+}
+
+// actAs returns the REST configuration Helm's Kubernetes client uses for
+// obj's release: base as it is, or impersonating the ServiceAccount
+// ServiceAccountFor names in the release's namespace.
+func (c Config) actAs(ctx context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	if c.ServiceAccountFor == nil {
+		return cfg, nil
+	}
+	ns, err := c.ReleaseNamespace(obj)
+	if err != nil {
+		return nil, err
+	}
+	sa, err := c.ServiceAccountFor(ctx, obj, ns)
+	if err != nil {
+		return nil, fmt.Errorf("find the ServiceAccount to act as: %w", err)
+	}
+	if sa != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(ns, sa)}
+	}
+	return cfg, nil
+}
+
+// RollbackForceAnnotation, "false" on a custom resource, makes the
+// rollback of its failed upgrades patch the objects back instead of
+// replacing them (Helm's rollback without --force), as in operator-sdk's
+// Helm operator; any other value, or none, keeps the library's forced
+// rollback.
+const RollbackForceAnnotation = "helm.sdk.operatorframework.io/rollback-force"
+
+// rollbackForce hands out the action clients of the library's getter that
+// rolls failed upgrades back as the resource's RollbackForceAnnotation
+// says. The library sets the rollback's options once per getter, not per
+// resource; both getters share one action configuration getter.
+type rollbackForce struct {
+	forced, unforced helmclient.ActionClientGetter
+}
+
+func (g rollbackForce) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	getter := g.forced
+	if force, err := strconv.ParseBool(obj.GetAnnotations()[RollbackForceAnnotation]); err == nil && !force {
+		getter = g.unforced
+	}
+	ac, err := getter.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return uninstallCauses{ActionInterface: ac}, nil
+}
+
+// builder completes the library's action configurations.
+type builder struct {
+	inner helmclient.ActionConfigGetter
+	c     Config
+	reads *updateReads
+}
+
+var _ helmclient.ActionConfigGetter = (*builder)(nil)
+
+// ActionConfigFor returns the action configuration of obj for one action
+// client: the shared capabilities, and a Kubernetes client whose waits end
+// with ctx (the reconcile's).
+func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
+	cfg, err := b.inner.ActionConfigFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, fmt.Errorf("get the discovery client: %w", err)
+	}
+	if cfg.Capabilities, err = b.c.Capabilities.Get(dc); err != nil {
+		return nil, fmt.Errorf("get the API server's capabilities: %w", err)
+	}
+	deleting, err := b.deletingNamespace(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites, b.reads, deleting)
+	return cfg, nil
+}
+
+// deletingNamespace returns the release namespace of obj when obj and
+// that namespace are both being deleted, else "".
+func (b *builder) deletingNamespace(ctx context.Context, obj client.Object) (string, error) {
+	if obj.GetDeletionTimestamp() == nil || b.c.NamespaceDeleting == nil {
+		return "", nil
+	}
+	ns, err := b.c.ReleaseNamespace(obj)
+	if err != nil {
+		return "", err
+	}
+	deleting, err := b.c.NamespaceDeleting(ctx, ns)
+	if err != nil || !deleting {
+		return "", err
+	}
+	return ns, nil
+}
+
+// serverSideValidation are the action client options that leave the
+// validation of rendered manifests to the API server.
+//
+// With OpenAPI validation on (Helm's default), every install and upgrade
+// (dry-runs included) asks whether the API server supports the
+// fieldValidation query parameter for each kind in the manifest, and to
+// answer it fetches and parses the OpenAPI v3 document of each group
+// version, anew for every action: the largest share of the runtime's CPU
+// at scale (docs/benchmarks.md). Every API server since Kubernetes 1.27
+// answers yes, and then Helm skips its client-side validation and sends
+// the request without the parameter, so the server validates (unknown
+// fields: a warning, malformed objects: an error), exactly as it does when
+// the check is skipped. Only against older servers did the check lead to a
+// client-side schema validation.
+func serverSideValidation() []helmclient.ActionClientGetterOption {
+	return []helmclient.ActionClientGetterOption{
+		helmclient.AppendInstallOptions(func(i *action.Install) error {
+			i.DisableOpenAPIValidation = true
+			return nil
+		}),
+		helmclient.AppendUpgradeOptions(func(u *action.Upgrade) error {
+			u.DisableOpenAPIValidation = true
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,69 @@
+package helmconfig
+
+import (
+	"helm.sh/helm/v3/pkg/kube"
+	"k8s.io/cli-runtime/pkg/resource"
+)
+
+// updatingKubeClient is Helm's Kubernetes client (with its interruptible
+// waits) whose updates of a release's objects (an upgrade's, a
+// rollback's) read each object once (updateReads) and are registered with
+// the kind's OwnWrites, so that their watch events do not
+// reconcile the owner once more. An install's creations need neither:
+// they read nothing twice, and the library watches a release's objects
+// from the end of its install on.
+type updatingKubeClient struct {
+	*interruptibleKubeClient
+	writes *OwnWrites
+	reads  *updateReads
+	// deletes keeps the errors of Delete (deleteerrors.go).
+	deletes deleteErrors
+	// deletingNamespace is the release's namespace when it is being
+	// deleted along with the release's resource, else "" (deleteerrors.go).
+	deletingNamespace string
+}
+
+// updating wraps kc when it is Helm's client.
+func updating(kc kube.Interface, writes *OwnWrites, reads *updateReads, deletingNamespace string) kube.Interface {
+	c, ok := kc.(*interruptibleKubeClient)
+	if !ok {
+		return kc
+	}
+	return &updatingKubeClient{interruptibleKubeClient: c, writes: writes, reads: reads, deletingNamespace: deletingNamespace}
+}
+
+// Update patches (or replaces, or creates) the objects of target, deletes
+// those of original that target lacks, and records the version each
+// object was left at: Helm refreshes every object of target from the
+// server, with the answer to its write or, when its patch was empty, with
+// a read. The version of an object left alone makes no event and its
+// record expires.
+func (c *updatingKubeClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+	keys := make([]ObjectKey, 0, len(target))
+	paths := make([]string, 0, len(target))
+	for _, info := range target {
+		if info.Mapping != nil {
+			keys = append(keys, keyOf(info))
+			paths = append(paths, objectPath(info))
+		}
+	}
+	written := map[ObjectKey]string{}
+	end := c.writes.Begin(keys)
+	defer func() { end(written) }()
+	defer c.reads.begin(paths)()
+	res, err := c.interruptibleKubeClient.Update(original, target, force)
+	if res != nil {
+		for _, list := range []kube.ResourceList{res.Updated, res.Created} {
+			for _, info := range list {
+				if info.Mapping != nil {
+					written[keyOf(info)] = info.ResourceVersion
+				}
+			}
+		}
+	}
+	return res, err
+}
+
+func keyOf(info *resource.Info) ObjectKey {
+	return ObjectKey{GroupKind: info.Mapping.GroupVersionKind.GroupKind(), Namespace: info.Namespace, Name: info.Name}
+}

@@ -1,0 +1,196 @@
+package helmruntime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/operator/readiness"
+)
+
+// helmReleaseSecretType is the type of the Secrets Helm stores releases in.
+const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
+
+// cacheOptions is what the runtime's informer cache keeps. Memory grows
+// with the number of releases, so it keeps only what is read from it:
+//
+//   - No managedFields on any object. Nothing reads them from the cache,
+//     and they are often a third of an object. Updates sent from a cached
+//     object keep the server's managedFields.
+//   - Helm release Secrets without their payload. They are cached so that
+//     a change maps to its owner, and so that the storage knows a
+//     release's records by name (recordindex.go); Helm reads the records
+//     themselves from the API server, never from this cache. The payload, the gzipped chart,
+//     values and manifest of one revision, is tens of KiB per revision.
+//     Other Secrets are kept whole.
+//   - No annotations that Kubernetes controllers write on the objects
+//     they manage for their own bookkeeping (bookkeepingAnnotationPrefixes).
+//     They are not drift, and the library's dependent watches saw every
+//     such write as a change: each Deployment a release created cost one
+//     more reconcile of its owner when the deployment controller recorded
+//     its revision, seconds or (with many Deployments) minutes later.
+//   - The objects releases render (unstructured, of any kind other than
+//     the watched custom resources) as their metadata and a digest of the
+//     rest (see fingerprint). They were most of the cache.
+//   - The watched custom resources without their status. The library reads
+//     the resource of each request from the API server (the manager's
+//     client does not cache unstructured objects) and writes its status
+//     from that copy; the cached copies only feed event handlers, which
+//     read metadata. The status holds the release's whole manifest
+//     (status.deployedRelease.manifest), a few KiB per resource: at scale,
+//     most of the memory the runtime held (docs/benchmarks.md).
+//
+// watched are the kinds of the watches file: the custom resources, of
+// which the cache lists and watches only those the shard selector
+// matches. Every watch of a custom resource reads this
+// cache, so the selector applies to all of them; a resource whose labels
+// stop matching leaves the cache as if it were deleted.
+func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
+	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched))}
+	var byObject map[client.Object]cache.ByObject
+	for _, gvk := range watched {
+		t.watched[gvk] = true
+		if shard != nil && !shard.Empty() {
+			if byObject == nil {
+				byObject = map[client.Object]cache.ByObject{}
+			}
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			byObject[obj] = cache.ByObject{Label: shard}
+		}
+	}
+	return cache.Options{
+		DefaultNamespaces: CacheNamespaces(watchNamespaces),
+		DefaultTransform:  t.transform,
+		ByObject:          byObject,
+	}
+}
+
+// cacheTrim is the transform of every object the cache stores.
+type cacheTrim struct {
+	watched map[schema.GroupVersionKind]bool
+}
+
+func (t cacheTrim) transform(obj any) (any, error) {
+	obj, err := trimObject(obj)
+	if err != nil {
+		return obj, err
+	}
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		stripReleasePayload(o)
+	case *unstructured.Unstructured:
+		if t.watched[o.GroupVersionKind()] {
+			delete(o.Object, "status")
+		} else {
+			fingerprint(o)
+		}
+	}
+	return obj, nil
+}
+
+// contentDigestField is the field that holds, in the cache, the digest of
+// a rendered object's content (see fingerprint). No Kubernetes kind has a
+// top-level field of that name.
+const contentDigestField = "platform-operator.acme.com/content-sha256"
+
+// fingerprint replaces the content of a rendered object (every top-level
+// field but apiVersion, kind, metadata and status) with its SHA-256, and
+// its status with its health (readiness.Stash): kstatus's verdict and
+// message, all the Ready condition reads (ready.go).
+//
+// The runtime never reads rendered objects from the cache: Helm reads and
+// patches them on the API server, and the library's drift repair compares
+// the release's manifest with what the API server returns. The cached
+// copies only feed the dependent watches, whose event handlers read the
+// metadata (owner references, Helm's owner annotations) and whose
+// predicate reconciles an update unless the object is unchanged apart
+// from status and resourceVersion (so a change of health alone wakes only
+// the readiness controller). Metadata plus a digest of the content
+// keeps exactly that: two fingerprints are equal when the objects' content
+// is (their JSON, which has sorted keys, has the same SHA-256). A cached
+// Deployment shrinks from its whole spec, Pod template included, to its
+// metadata and 64 hex digits.
+//
+// An object that is already a fingerprint is left as it is: the transform
+// must be idempotent (client-go may pass an object it already transformed),
+// and a second fingerprint would judge the health of the fingerprint
+// itself (a Deployment without spec and status: "Replicas: 0/1").
+func fingerprint(u *unstructured.Unstructured) {
+	if _, done := u.Object[contentDigestField]; done {
+		return
+	}
+	content := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		switch k {
+		case "apiVersion", "kind", "metadata", "status":
+		default:
+			content[k] = v
+		}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return // not JSON data (never from an informer): kept whole
+	}
+	sum := sha256.Sum256(b)
+	health := readiness.Observe(u)
+	kept := map[string]any{contentDigestField: hex.EncodeToString(sum[:])}
+	for _, k := range []string{"apiVersion", "kind", "metadata"} {
+		if v, ok := u.Object[k]; ok {
+			kept[k] = v
+		}
+	}
+	u.Object = kept
+	readiness.Stash(u, health)
+}
+
+// bookkeepingAnnotationPrefixes are the prefixes of annotations that
+// Kubernetes controllers write on the objects they manage: the deployment
+// controller's revision of a Deployment, and the desired and maximum
+// replicas of its ReplicaSets.
+var bookkeepingAnnotationPrefixes = []string{"deployment.kubernetes.io/"}
+
+var stripManagedFields = cache.TransformStripManagedFields()
+
+// trimObject drops managedFields and bookkeeping annotations from obj.
+func trimObject(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	if err != nil {
+		return obj, err
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil // not an object: nothing to trim
+	}
+	annotations := accessor.GetAnnotations()
+	trimmed := false
+	for key := range annotations {
+		for _, prefix := range bookkeepingAnnotationPrefixes {
+			if strings.HasPrefix(key, prefix) {
+				delete(annotations, key)
+				trimmed = true
+			}
+		}
+	}
+	if trimmed {
+		accessor.SetAnnotations(annotations)
+	}
+	return obj, nil
+}
+
+// stripReleasePayload drops the data of a Helm release Secret.
+func stripReleasePayload(s *corev1.Secret) {
+	if s.Type == helmReleaseSecretType {
+		s.Data = nil
+		s.StringData = nil
+	}
+}

@@ -1,0 +1,683 @@
+package helmruntime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	sdkhandler "github.com/operator-framework/operator-lib/handler"
+	"github.com/prometheus/client_golang/prometheus"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/yaml"
+
+	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/readiness"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
+)
+
+// The Ready condition: whether the objects of a release work.
+//
+// The library writes Deployed, ReleaseFailed, Irreconcilable, Initialized
+// and Paused, and only when one of them changes. Ready and the
+// observedGeneration of every condition are the runtime's, written in two
+// places that share one judgement (readyTracker.verdict):
+//
+//   - every status write of the library goes through stampStatus,
+//     which stamps the generation it describes on status and on every
+//     condition and sets Ready (a failed release is ReleaseFailed at once);
+//   - the kind's readiness controller (this file) re-judges a release when
+//     the health of one of its objects changes, when a revision was just
+//     applied, and when the library acted without writing status, and
+//     patches Ready alone. It is a second controller on the same leader
+//     lease, whose work is reading the cache: the objects' health is kept
+//     in the informer cache (cachetrim.go: readiness.Stash), so health
+//     changes are watched, not polled, and a judgement costs no request.
+//
+// Only while a workload of a release waits for its Pods (its controller
+// has done its part, Pods are not ready: readiness.Health.WaitingForPods)
+// does the controller ask the API server anything: the workload's Pods, to
+// say why (ImagePullBackOff and the image), every readyRecheck at first
+// and less often the longer it stays not ready (recheckAfter). A workload
+// whose controller is merely behind costs nothing: its status will change.
+
+// ConditionReady is the condition type users wait on.
+const ConditionReady = "Ready"
+
+// Reasons of the Events of readiness changes.
+const (
+	ReasonBecameReady = "Ready"
+	ReasonNotReady    = "NotReady"
+)
+
+const (
+	// readyRecheck is how often a release that is not ready is judged
+	// again without a watch event, to refresh what its Pods say (an image
+	// pull backing off changes no object of the release); see recheckAfter.
+	readyRecheck    = 10 * time.Second
+	readyRecheckMax = 5 * time.Minute
+	// describePodsAfter is how long a workload may be not ready after its
+	// revision was applied before its Pods are read to say why: a rollout
+	// that takes a few seconds costs no request.
+	describePodsAfter = 5 * time.Second
+	// afterHook is how long after the post-release hook the controller
+	// waits for the library's status write of the same reconcile.
+	afterHook = 250 * time.Millisecond
+)
+
+// readyEntry is what the tracker knows of one custom resource.
+type readyEntry struct {
+	uid types.UID
+	// objects are the release's objects, from its manifest.
+	objects []readiness.Ref
+	release readiness.Release
+	// generation is the generation the library last acted on.
+	generation int64
+	// hookAt is when the post-release hook last ran: the library writes
+	// its status right after it, so the controller waits for that write
+	// (afterHook) instead of racing it.
+	hookAt time.Time
+	// rev is the revision the post-release hook last saw applied.
+	rev revisionInfo
+	// status and resourceVersion are the custom resource's as this
+	// process last read or wrote them.
+	status          map[string]any
+	resourceVersion string
+}
+
+// readyTracker judges the releases of one kind and writes their Ready.
+type readyTracker struct {
+	gvk           schema.GroupVersionKind
+	clusterScoped bool
+	// concurrency is the kind's maxConcurrentReconciles: judging is mostly
+	// reading the cache, and a burst of installs wakes every release.
+	concurrency int
+	// releaseKey names the release of a resource as the action path's
+	// activity tracking does, and activity says whether an action on it
+	// runs.
+	releaseKey func(client.Object) string
+	activity   *actionpath.Activity
+	cache      cache.Cache
+	apiReader  client.Reader
+	writer     client.Client
+	mapper     meta.RESTMapper
+	recorder   record.EventRecorder
+	clock      clock.PassiveClock
+	log        logr.Logger
+	wake       chan event.TypedGenericEvent[*unstructured.Unstructured]
+	// remediation is the kind's (watches.yaml); remediations counts what
+	// was done; wakeReconciler asks the kind's reconciler to carry out a
+	// rollback (remediation.go).
+	remediation    watchconfig.Remediation
+	remediations   *prometheus.CounterVec
+	wakeReconciler func(types.NamespacedName)
+	// testResults are the outcomes of the chart tests the action path ran.
+	testResults *actionpath.TestResults
+
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*readyEntry
+	// ctrl and watched: the readiness controller and the kinds of
+	// objects it watches.
+	ctrl    controller.Controller
+	watched map[schema.GroupVersionKind]bool
+}
+
+func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
+	return &readyTracker{
+		gvk:           k.watch.GVK,
+		clusterScoped: k.clusterScoped,
+		concurrency:   k.watch.MaxConcurrentReconciles,
+		releaseKey: func(o client.Object) string {
+			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
+			return actionpath.ReleaseKey(ns, o.GetName())
+		},
+		activity:       k.rt.activity,
+		cache:          mgr.GetCache(),
+		apiReader:      mgr.GetAPIReader(),
+		writer:         k.shardClient(mgr),
+		mapper:         mgr.GetRESTMapper(),
+		recorder:       k.recorder,
+		clock:          clock.RealClock{},
+		log:            k.log.WithName("readiness"),
+		wake:           make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
+		remediation:    k.watch.Remediation,
+		remediations:   k.rt.remediations,
+		wakeReconciler: k.wakeReconciler,
+		testResults:    k.testResults,
+		entries:        map[types.NamespacedName]*readyEntry{},
+		watched:        map[schema.GroupVersionKind]bool{},
+	}
+}
+
+// setup adds the readiness controller of the kind to mgr: it is woken by
+// the post-release hook (wake), by deletions of the custom resources (to
+// forget them) and, once a release has shown them, by health changes of
+// its objects.
+func (t *readyTracker) setup(mgr ctrl.Manager) error {
+	c, err := controller.New(fmt.Sprintf("%s-readiness", strings.ToLower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t, MaxConcurrentReconciles: t.concurrency})
+	if err != nil {
+		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
+	}
+	if err := c.Watch(source.Channel(t.wake, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})); err != nil {
+		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(t.gvk)
+	deleted := predicate.TypedFuncs[*unstructured.Unstructured]{
+		CreateFunc:  func(event.TypedCreateEvent[*unstructured.Unstructured]) bool { return false },
+		UpdateFunc:  func(event.TypedUpdateEvent[*unstructured.Unstructured]) bool { return false },
+		GenericFunc: func(event.TypedGenericEvent[*unstructured.Unstructured]) bool { return false },
+	}
+	if err := c.Watch(source.Kind(t.cache, cr, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, deleted)); err != nil {
+		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
+	}
+	t.mu.Lock()
+	t.ctrl = c
+	t.mu.Unlock()
+	return nil
+}
+
+// Exec is the post-release hook: after every install, upgrade and drift
+// repair it records the release's objects and the resource's status, makes
+// sure the objects' kinds are watched, and wakes the readiness controller.
+func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
+	refs, gvks := t.objectsOf(rel, log)
+	if err := t.watchKinds(gvks); err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	t.mu.Lock()
+	e := t.entryLocked(key, obj.GetUID())
+	e.objects = refs
+	// A revision number comes back after an uninstall: the time Helm
+	// recorded tells the new revision from the old.
+	if fresh := revisionInfoOf(rel, time.Time{}); e.rev.revision != rel.Version || !fresh.appliedAt.Equal(e.rev.appliedAt) {
+		e.release.Revision = rel.Version
+		e.release.AppliedAt = t.appliedAt(rel)
+		e.rev = revisionInfoOf(rel, e.release.AppliedAt)
+	}
+	e.generation = obj.GetGeneration()
+	e.hookAt = t.clock.Now()
+	// The resource as the library read it at the start of this reconcile
+	// is older than a status this process wrote since (a Ready patched
+	// while the library repaired drift): the status of this process's
+	// last write wins; only a resource it knows no status of (a new one, or
+	// one not seen since a restart) takes the library's copy.
+	if st, ok := obj.Object["status"].(map[string]any); ok && e.status == nil {
+		e.status = keptStatus(st)
+		e.resourceVersion = obj.GetResourceVersion()
+	}
+	if e.status != nil {
+		e.release = releaseFromStatus(e.status, e.release)
+	}
+	t.mu.Unlock()
+	select {
+	case t.wake <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: keyOnly(t.gvk, key)}:
+	default: // the controller is behind; the next health change judges again
+	}
+	return nil
+}
+
+// appliedAt is when rel's objects were last written: now when the action
+// that just ended wrote them (the hook runs right after it), else the
+// release's own record of its last deployment (a release this process
+// sees for the first time after a restart).
+func (t *readyTracker) appliedAt(rel release.Release) time.Time {
+	now := t.clock.Now()
+	if rel.Info == nil || now.Sub(rel.Info.LastDeployed.Time) < recentAction {
+		return now
+	}
+	return rel.Info.LastDeployed.Time
+}
+
+// recentAction: a release deployed less than this long before the hook
+// runs was deployed by the action that just ended (Helm records when an
+// action started; an install on a busy API server takes seconds).
+const recentAction = time.Minute
+
+func keyOnly(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	return u
+}
+
+// entryLocked returns the entry of key, a new one when there is none or it
+// belonged to an earlier resource of the same name.
+func (t *readyTracker) entryLocked(key types.NamespacedName, uid types.UID) *readyEntry {
+	e := t.entries[key]
+	if e == nil || (uid != "" && e.uid != uid) {
+		e = &readyEntry{uid: uid}
+		t.entries[key] = e
+	}
+	return e
+}
+
+// objectsOf lists the objects of rel's manifest, in the namespaces Helm
+// puts them in.
+func (t *readyTracker) objectsOf(rel release.Release, log logr.Logger) ([]readiness.Ref, []schema.GroupVersionKind) {
+	var refs []readiness.Ref
+	var gvks []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		if gvk.Empty() || u.GetName() == "" {
+			continue
+		}
+		ns := u.GetNamespace()
+		m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			log.V(1).Info("Not judging an object of unknown kind", "apiVersion", gvk.GroupVersion().String(), "kind", gvk.Kind, "error", err.Error())
+			continue
+		}
+		if m.Scope.Name() == meta.RESTScopeNameRoot {
+			ns = ""
+		} else if ns == "" {
+			ns = rel.Namespace
+		}
+		refs = append(refs, readiness.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: u.GetName()})
+		if !seen[gvk] {
+			seen[gvk] = true
+			gvks = append(gvks, gvk)
+		}
+	}
+	return refs, gvks
+}
+
+// watchKinds makes the readiness controller watch the health of objects
+// of the given kinds, once per kind.
+func (t *readyTracker) watchKinds(gvks []schema.GroupVersionKind) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctrl == nil {
+		return errors.New("readiness controller not set up")
+	}
+	for _, gvk := range gvks {
+		if t.watched[gvk] {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := t.ctrl.Watch(source.Kind(t.cache, obj, handler.TypedEnqueueRequestsFromMapFunc(t.ownerOf), healthChanged)); err != nil {
+			return fmt.Errorf("watch health of %s: %w", gvk, err)
+		}
+		t.watched[gvk] = true
+	}
+	return nil
+}
+
+// healthChanged passes creations, deletions and updates that change an
+// object's health (the summary the cache keeps instead of its status).
+var healthChanged = predicate.TypedFuncs[*unstructured.Unstructured]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+		o, _ := readiness.Stashed(e.ObjectOld)
+		n, _ := readiness.Stashed(e.ObjectNew)
+		return o != n
+	},
+	GenericFunc: func(event.TypedGenericEvent[*unstructured.Unstructured]) bool { return false },
+}
+
+// ownerOf maps an object to the custom resource of this kind whose
+// release holds it: its controller owner reference, or the owner
+// annotations the library sets where a reference cannot be (cluster-scoped
+// objects, other namespaces, kept objects).
+func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		if ref.Kind == t.gvk.Kind && ref.APIVersion == t.gvk.GroupVersion().String() {
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}
+			if t.clusterScoped {
+				key.Namespace = ""
+			}
+			return []reconcile.Request{{NamespacedName: key}}
+		}
+		return nil
+	}
+	a := obj.GetAnnotations()
+	if a[sdkhandler.TypeAnnotation] != t.gvk.Kind+"."+t.gvk.Group {
+		return nil
+	}
+	var key types.NamespacedName
+	if ns, name, ok := strings.Cut(a[sdkhandler.NamespacedNameAnnotation], "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: name}
+	} else {
+		key = types.NamespacedName{Name: a[sdkhandler.NamespacedNameAnnotation]}
+	}
+	if key.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// Reconcile judges the release of one custom resource and patches its
+// Ready condition when the judgement changed.
+func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(t.gvk)
+	if err := t.cache.Get(ctx, req.NamespacedName, cr); apierrors.IsNotFound(err) {
+		t.mu.Lock()
+		delete(t.entries, req.NamespacedName)
+		t.mu.Unlock()
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	if t.activity.Busy(t.releaseKey(cr)) {
+		// An install or upgrade is writing the objects; its post-release
+		// hook wakes us (a failure is judged by the library's write).
+		return reconcile.Result{}, nil
+	}
+	t.mu.Lock()
+	e := t.entries[req.NamespacedName]
+	if e == nil || e.uid != cr.GetUID() {
+		// The library has not acted on this resource in this process
+		// yet; its post-release hook will wake us.
+		t.mu.Unlock()
+		return reconcile.Result{}, nil
+	}
+	snapshot := *e
+	t.mu.Unlock()
+
+	now := t.clock.Now()
+	if wait := afterHook - now.Sub(snapshot.hookAt); wait > 0 || snapshot.status == nil {
+		// The library's status write of this reconcile is still to come
+		// (a new resource has no status before it).
+		return reconcile.Result{RequeueAfter: max(wait, afterHook)}, nil
+	}
+	if wait := readiness.Settle - now.Sub(snapshot.release.AppliedAt); !snapshot.release.AppliedAt.IsZero() && wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	status, v, wait, d := t.judge(ctx, &snapshot, cr, now)
+	if !statusEqual(status, snapshot.status) && !t.onlyMessageChanged(ctx, &snapshot, cr, v, now) {
+		var err error
+		if d, err = t.patchStatus(ctx, req.NamespacedName, &snapshot, cr, status, v, d); err != nil {
+			return reconcile.Result{}, err
+		}
+		if d != nil {
+			t.announce(cr, d)
+		}
+	}
+	if d != nil && d.wake && t.wakeReconciler != nil {
+		t.wakeReconciler(req.NamespacedName)
+	}
+	var after time.Duration
+	if v.WaitingForPods {
+		after = recheckAfter(status, now)
+	}
+	if wait > 0 && (after == 0 || wait < after) {
+		after = wait
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// judge returns the status e's release should have now (Ready, history,
+// Stalled and remediation), the Ready verdict, how long until the
+// revision's deadline, and a remediation decided now (remediation.go).
+func (t *readyTracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
+	policy := t.policyOf(obj)
+	v, testing := t.testVerdict(t.verdict(ctx, e, now), e, obj, policy)
+	status := t.statusWith(e, v, obj, now)
+	wait, d := remediate(status, e, v, obj, policy, now)
+	if testing && d == nil {
+		// The chart's tests are to run: the kind's reconciler runs them
+		// once this status (Ready reads Testing) is written.
+		d = &decision{wake: true}
+	}
+	return status, v, wait, d
+}
+
+// statusWith is e's status with Ready v, and its history.
+func (t *readyTracker) statusWith(e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
+	return withRemediation(withReady(e.status, v, e.generation, now), e.status, e, v, obj, now)
+}
+
+// onlyMessageChanged reports whether writing v over e's status would
+// change only Ready's message, and that change says nothing new about
+// Pods: a rollout that goes from "revision applied" to "Available: 1/3"
+// to "Available: 2/3" costs no write until it is ready (or fails, or is
+// gone), while what the Pods of a stuck workload say (an image that
+// cannot be pulled, a Pod that cannot be scheduled) is written as soon as
+// they say it, during an upgrade as after an install.
+func (t *readyTracker) onlyMessageChanged(_ context.Context, e *readyEntry, obj client.Object, v readiness.Verdict, now time.Time) bool {
+	old := findCondition(e.status, ConditionReady)
+	if old == nil {
+		return false
+	}
+	oldMessage, _ := old["message"].(string)
+	for _, d := range v.Details {
+		if !strings.Contains(oldMessage, d) {
+			return false
+		}
+	}
+	v.Message = oldMessage
+	status := t.statusWith(e, v, obj, now)
+	remediate(status, e, v, obj, t.policyOf(obj), now)
+	return statusEqual(status, e.status)
+}
+
+// recheckAfter is when a release that is not ready is judged again without
+// a watch event: every readyRecheck at first, then less often the longer
+// it has been not ready (a quarter of that time, at most readyRecheckMax),
+// so that releases that stay broken cost a bounded trickle of requests.
+func recheckAfter(st map[string]any, now time.Time) time.Duration {
+	since := time.Duration(0)
+	if c := findCondition(st, ConditionReady); c != nil {
+		if ts, ok := c["lastTransitionTime"].(string); ok {
+			if at, err := time.Parse(time.RFC3339, ts); err == nil {
+				since = now.Sub(at)
+			}
+		}
+	}
+	return min(max(since/4, readyRecheck), readyRecheckMax)
+}
+
+// patchStatus writes status (the last known one with a new Ready,
+// history and remediation) with a merge patch that fails when the
+// resource changed since it was read; then it reads the resource again,
+// judges again and retries once. It returns the decision the written
+// status carries.
+func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName, e *readyEntry, obj client.Object, status map[string]any, v readiness.Verdict, d *decision) (*decision, error) {
+	for attempt := 0; ; attempt++ {
+		cr := keyOnly(t.gvk, key)
+		cr.SetResourceVersion(e.resourceVersion)
+		cr.SetUID(e.uid)
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": e.resourceVersion, "uid": string(e.uid)},
+			"status": map[string]any{
+				"conditions": status["conditions"], "observedGeneration": status["observedGeneration"],
+				"history": status["history"], actionpath.StatusRemediation: status[actionpath.StatusRemediation],
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = t.writer.Status().Patch(ctx, cr, client.RawPatch(types.MergePatchType, patch))
+		if err == nil {
+			t.written(key, e, cr, v)
+			return d, nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 0 {
+			return nil, fmt.Errorf("write Ready of %s: %w", key, err)
+		}
+		fresh := keyOnly(t.gvk, key)
+		if err := t.apiReader.Get(ctx, key, fresh); err != nil {
+			return nil, fmt.Errorf("write Ready of %s: %w", key, err)
+		}
+		st, _ := fresh.Object["status"].(map[string]any)
+		e.status = keptStatus(st)
+		e.resourceVersion = fresh.GetResourceVersion()
+		e.release = releaseFromStatus(st, e.release)
+		status, v, _, d = t.judge(ctx, e, fresh, t.clock.Now())
+	}
+}
+
+// written records a status this process wrote (cr is the server's answer)
+// and reports a change of readiness as an Event.
+func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr *unstructured.Unstructured, v readiness.Verdict) {
+	wasReady := readyCondStatus(before.status, ConditionReady) == string(metav1.ConditionTrue)
+	// A spec edit makes a ready release progress; that is what the user
+	// asked for, not a warning. A release that stops being ready for the
+	// same generation is.
+	wasGeneration, _, _ := unstructured.NestedInt64(orEmpty(findCondition(before.status, ConditionReady)), "observedGeneration")
+	st, _ := cr.Object["status"].(map[string]any)
+	t.mu.Lock()
+	if e := t.entries[key]; e != nil && e.uid == cr.GetUID() {
+		e.status = keptStatus(st)
+		e.resourceVersion = cr.GetResourceVersion()
+		e.release = releaseFromStatus(st, e.release)
+	}
+	t.mu.Unlock()
+	switch {
+	case v.Ready && !wasReady:
+		t.recorder.Eventf(cr, corev1.EventTypeNormal, ReasonBecameReady, "Release %s is ready: %s", key.Name, v.Message)
+	case !v.Ready && wasReady && wasGeneration == generationOf(st):
+		t.recorder.Eventf(cr, corev1.EventTypeWarning, ReasonNotReady, "Release %s is not ready (%s): %s", key.Name, v.Reason, v.Message)
+	}
+}
+
+// verdict judges e's release now: by its conditions, then by the health of
+// its objects in the cache, with the Pods of workloads that are not ready
+// read from the API server once they had time to start.
+func (t *readyTracker) verdict(ctx context.Context, e *readyEntry, now time.Time) readiness.Verdict {
+	return readiness.Judge(e.release, now, func() readiness.Verdict {
+		observed := make([]readiness.Observed, 0, len(e.objects))
+		for _, ref := range e.objects {
+			o := readiness.Observed{Ref: ref, Health: t.health(ctx, ref)}
+			if o.WaitingForPods && now.Sub(e.release.AppliedAt) >= describePodsAfter {
+				o.Detail = t.describePods(ctx, ref)
+			}
+			observed = append(observed, o)
+		}
+		return readiness.Evaluate(observed)
+	})
+}
+
+// health reads ref's health from the cache, or from the API server when
+// the cache does not hold its kind (objects outside the watched
+// namespaces).
+func (t *readyTracker) health(ctx context.Context, ref readiness.Ref) readiness.Health {
+	u := t.object(ref)
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	err := t.cache.Get(ctx, key, u)
+	if err == nil {
+		if h, ok := readiness.Stashed(u); ok {
+			return h
+		}
+		return readiness.Observe(u)
+	}
+	if apierrors.IsNotFound(err) {
+		return readiness.NotFound
+	}
+	u = t.object(ref)
+	if err := t.apiReader.Get(ctx, key, u); apierrors.IsNotFound(err) {
+		return readiness.NotFound
+	} else if err != nil {
+		return readiness.Health{Status: kstatus.UnknownStatus, Message: err.Error()}
+	}
+	return readiness.Observe(u)
+}
+
+// object is an empty unstructured object of ref's kind.
+func (t *readyTracker) object(ref readiness.Ref) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	gk := schema.GroupKind{Group: ref.Group, Kind: ref.Kind}
+	version := "v1"
+	if m, err := t.mapper.RESTMapping(gk); err == nil {
+		version = m.GroupVersionKind.Version
+	}
+	u.SetGroupVersionKind(gk.WithVersion(version))
+	return u
+}
+
+// workloadKinds are the kinds whose Pods explain why they are not ready.
+var workloadKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}:  true,
+	{Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "DaemonSet"}:   true,
+	{Group: "batch", Kind: "Job"}:        true,
+}
+
+// describePods reads a workload's Pods and the claims they mount and says
+// why they are not ready; "" for other kinds or when nothing explains it.
+func (t *readyTracker) describePods(ctx context.Context, ref readiness.Ref) string {
+	if !workloadKinds[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}] {
+		return ""
+	}
+	w := t.object(ref)
+	if err := t.apiReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, w); err != nil {
+		return ""
+	}
+	sel, found, err := unstructured.NestedMap(w.Object, "spec", "selector")
+	if err != nil || !found {
+		return ""
+	}
+	ls := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err != nil {
+		return ""
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil || selector.Empty() {
+		return ""
+	}
+	pods := &corev1.PodList{}
+	if err := t.apiReader.List(ctx, pods, client.InNamespace(ref.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return ""
+	}
+	claims := map[string]corev1.PersistentVolumeClaimPhase{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			name := v.PersistentVolumeClaim.ClaimName
+			if _, done := claims[name]; done {
+				continue
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := t.apiReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: name}, pvc); apierrors.IsNotFound(err) {
+				claims[name] = "not found"
+			} else if err == nil {
+				claims[name] = pvc.Status.Phase
+			}
+		}
+	}
+	return readiness.DescribePods(pods.Items, claims)
+}
+
+// generationOf is the generation a status describes.
+func generationOf(st map[string]any) int64 {
+	g, _, _ := unstructured.NestedInt64(orEmpty(st), "observedGeneration")
+	return g
+}

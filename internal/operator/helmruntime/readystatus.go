@@ -1,0 +1,161 @@
+package helmruntime
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/operator/readiness"
+)
+
+// stampStatus is the status edit that says which generation a status
+// the library writes describes, and sets Ready (statusclient.go). Once the
+// status is written, the tracker remembers what was written.
+func (t *readyTracker) stampStatus(ctx context.Context, obj client.Object) (written func()) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != t.gvk {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(u)
+	st, _ := u.Object["status"].(map[string]any)
+	t.mu.Lock()
+	var e readyEntry
+	if known := t.entries[key]; known != nil && known.uid == u.GetUID() {
+		e = *known
+	}
+	t.mu.Unlock()
+	e.uid = u.GetUID()
+	known := e.status
+	e.status = keptStatus(st)
+	e.release = releaseFromStatus(st, e.release)
+	e.generation = u.GetGeneration()
+	now := t.clock.Now()
+	v, _ := t.testVerdict(t.verdict(ctx, &e, now), &e, u, t.policyOf(u))
+	u.Object["status"] = withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
+	return func() {
+		t.mu.Lock()
+		stored := t.entryLocked(key, u.GetUID())
+		stored.generation = u.GetGeneration()
+		t.mu.Unlock()
+		t.written(key, &e, u, v)
+	}
+}
+
+// releaseFromStatus reads the library's conditions into r.
+func releaseFromStatus(st map[string]any, r readiness.Release) readiness.Release {
+	r.Paused = readyCondStatus(st, "Paused") == string(metav1.ConditionTrue)
+	r.Deployed = readyCondStatus(st, "Deployed") == string(metav1.ConditionTrue)
+	r.ReleaseFailed = readyCondStatus(st, "ReleaseFailed") == string(metav1.ConditionTrue)
+	r.ReleaseFailedMessage = ""
+	if c := findCondition(st, "ReleaseFailed"); c != nil {
+		r.ReleaseFailedMessage, _ = c["message"].(string)
+	}
+	return r
+}
+
+// condition returns the condition of type typ in st, or nil.
+func findCondition(st map[string]any, typ string) map[string]any {
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// readyCondStatus is the status of the condition of type typ, or "".
+func readyCondStatus(st map[string]any, typ string) string {
+	s, _ := findCondition(st, typ)["status"].(string)
+	return s
+}
+
+// withReady returns a copy of st whose observedGeneration and every
+// condition's are generation, and whose Ready condition is v (its
+// lastTransitionTime kept unless its status changes).
+func withReady(st map[string]any, v readiness.Verdict, generation int64, now time.Time) map[string]any {
+	out := runtime.DeepCopyJSON(orEmpty(st))
+	out["observedGeneration"] = generation
+	status := string(metav1.ConditionFalse)
+	switch {
+	case v.Ready:
+		status = string(metav1.ConditionTrue)
+	case v.Reason == readiness.ReasonPaused:
+		status = string(metav1.ConditionUnknown)
+	}
+	ready := map[string]any{
+		"type":               ConditionReady,
+		"status":             status,
+		"reason":             v.Reason,
+		"message":            v.Message,
+		"lastTransitionTime": now.UTC().Format(time.RFC3339),
+	}
+	conds, _ := out["conditions"].([]any)
+	found := false
+	for i, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		if m["type"] == ConditionReady {
+			if m["status"] == status && m["lastTransitionTime"] != nil {
+				ready["lastTransitionTime"] = m["lastTransitionTime"]
+			}
+			conds[i] = ready
+			m = ready
+			found = true
+		}
+		m["observedGeneration"] = generation
+	}
+	if !found {
+		ready["observedGeneration"] = generation
+		conds = append(conds, ready)
+	}
+	out["conditions"] = conds
+	return out
+}
+
+// keptStatus is what the tracker keeps of a status: its conditions,
+// observedGeneration, history and remediation, copied. Not deployedRelease: its manifest is a few
+// KiB per resource, which the cache already avoids holding (cachetrim.go).
+func keptStatus(st map[string]any) map[string]any {
+	if st == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range []string{"conditions", "observedGeneration", "history", "remediation"} {
+		if v, ok := st[k]; ok {
+			out[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	return out
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// statusEqual compares two statuses as JSON values (generations may be
+// int64 in one and float64 or int64 in the other).
+func statusEqual(a, b map[string]any) bool {
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+func normalize(m map[string]any) any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

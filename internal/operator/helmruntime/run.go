@@ -1,0 +1,260 @@
+package helmruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
+)
+
+// Run runs the operator until ctx is done: it loads the watches file named
+// by opts and runs one manager with a Helm reconciler per entry. When the
+// manager stops on its own (a lost leader lease, say) a new one is built
+// and started (see supervisor.Run).
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	log := opts.logger()
+
+	ws, err := watches.Load(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	if len(ws) == 0 {
+		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
+	}
+	drifts, err := watchconfig.LoadDrift(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	images, err := watchconfig.LoadImageDefaults(opts.WatchesFile, watchconfig.OSEnv())
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	confinements, err := watchconfig.LoadConfinement(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	remediations, err := watchconfig.LoadRemediation(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	serviceAccounts, err := watchconfig.LoadServiceAccountNames(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
+	for _, msg := range ignored {
+		log.Info("Warning: watches file: "+msg, "watchesFile", opts.WatchesFile)
+	}
+	rt, err := newRuntime(opts, ws, ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	rt.drifts = drifts
+	rt.images = images
+	rt.confinements = confinements
+	rt.remediation = remediations
+	rt.serviceAccounts = serviceAccounts
+	return managersetup.Supervise(ctx, cfg, rt.manager(cfg), log)
+}
+
+// runtimeState is the state of one operator process. Run builds it once; the
+// managers the supervisor builds one after the other share it.
+type runtimeState struct {
+	opts    Options
+	watches []watches.Watch
+	// drifts are the drift policies of the watches, in their order.
+	drifts []watchconfig.Drift
+	// images are the image defaults of the watches, in their order.
+	images [][]release.ImageDefault
+	// confinements are the allowances of the watches, in their order.
+	confinements []release.Confinement
+	// remediation are the remediations of the watches, in their order.
+	remediation []watchconfig.Remediation
+	// serviceAccounts are the identities of the watches' releases, in
+	// their order ("": the operator's own).
+	serviceAccounts []string
+	// managedIdentity is the ServiceAccount the runtime creates for the
+	// releases of namespaced kinds that nothing else names one for
+	// (Options.ReleaseIdentity); nil: the operator's own rights.
+	managedIdentity *releaseidentity.Managed
+	log             logr.Logger
+	// activity outlives each manager, so that an action of a stopped
+	// manager that still runs stays protected from unlocking.
+	activity *actionpath.Activity
+	// dryRuns counts the library's dry-run upgrades (actionpath/digest.go).
+	dryRuns *prometheus.CounterVec
+	// remediations counts remediations by kind and action (remediation.go).
+	remediations *prometheus.CounterVec
+	// readyStates counts releases by readiness (readymetrics.go).
+	readyStates *readyStates
+	// shardID is the shard of this process (shard.ID), recorded on every
+	// revision it stores.
+	shardID string
+	// staleAfter and hookTimeout bound what the action path waits for
+	// (actionpath/pending.go, helmconfig/interruptible.go).
+	staleAfter  time.Duration
+	hookTimeout time.Duration
+}
+
+// newRuntime builds the runtime's state and registers its metrics with reg.
+func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*runtimeState, error) {
+	dryRuns := actionpath.NewDryRunCounter()
+	if err := reg.Register(dryRuns); err != nil {
+		// A second runtime in one process (tests) counts on the first's.
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		dryRuns = already.ExistingCollector.(*prometheus.CounterVec)
+	}
+	remediations := newRemediationMetric()
+	if err := reg.Register(remediations); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		remediations = already.ExistingCollector.(*prometheus.CounterVec)
+	}
+	states := newReadyStates()
+	if err := reg.Register(states); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		states = already.ExistingCollector.(*readyStates)
+	}
+	return &runtimeState{
+		managedIdentity: opts.ReleaseIdentity.Managed(),
+		readyStates:     states,
+		remediations:    remediations,
+		opts:            opts,
+		watches:         ws,
+		log:             opts.logger(),
+		activity:        actionpath.NewActivity(clock.RealClock{}),
+		shardID:         managersetup.ShardID(opts.Shard()),
+		dryRuns:         dryRuns,
+		staleAfter:      actionpath.DefaultStalePendingTimeout,
+		hookTimeout:     helmconfig.DefaultHookTimeout,
+	}, nil
+}
+
+// manager returns the function that builds and sets up the run-th manager.
+func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, error) {
+	return func(run int) (ctrl.Manager, error) {
+		mo := ManagerOptions(rt.opts, rt.watches)
+		if run > 0 { // the controllers of the stopped manager keep their names
+			mo.Controller.SkipNameValidation = ptr.To(true)
+		}
+		mgr, err := managersetup.New(cfg, mo)
+		if err != nil {
+			return nil, err
+		}
+		if err := rt.setupManager(mgr); err != nil {
+			return mgr, err
+		}
+		rt.log.Info("Manager set up",
+			"watchesFile", rt.opts.WatchesFile,
+			"watches", len(rt.watches),
+			"watchNamespaces", describeNamespaces(rt.opts.WatchNamespaces),
+			"releaseNamespace", rt.opts.ReleaseNamespace,
+			"releaseServiceAccount", describeIdentity(rt.opts.ReleaseIdentity),
+			"shardSelector", describeShard(rt.opts.Shard()),
+			"leaderElect", rt.opts.LeaderElect,
+			"leaderElectionID", mo.LeaderElectionID,
+			"metricsBindAddress", rt.opts.MetricsBindAddress,
+			"metricsSecure", rt.opts.MetricsSecure,
+			"healthProbeBindAddress", rt.opts.HealthProbeBindAddress,
+			"run", run,
+		)
+		return mgr, nil
+	}
+}
+
+// setupManager registers one Helm reconciler per watches.yaml entry with
+// mgr, and notes in the release activity when mgr becomes the leader. Each
+// entry is resolved against the operator-wide defaults (see watchconfig.Resolve)
+// and its scope is looked up through the manager's RESTMapper, so the CRD
+// of every kind must already be installed.
+func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
+	resolved, err := watchconfig.ResolveAll(rt.watches, rt.opts.WatchDefaults())
+	if err != nil {
+		return err
+	}
+	if err := watchconfig.SetImageDefaults(resolved, rt.images); err != nil {
+		return err
+	}
+	watchconfig.SetConfinement(resolved, rt.confinements)
+	watchconfig.SetRemediation(resolved, rt.remediation)
+	watchconfig.SetServiceAccountNames(resolved, rt.serviceAccounts)
+	// A leader-election runnable: it starts when mgr leads.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		rt.activity.Elected()
+		<-ctx.Done()
+		return nil
+	}))
+	if err != nil {
+		return fmt.Errorf("register leader election observer: %w", err)
+	}
+	records, err := newRecordIndex(context.Background(), mgr)
+	if err != nil {
+		return err
+	}
+	for i, rw := range resolved {
+		if i < len(rt.drifts) {
+			rw.Drift = rt.drifts[i]
+		}
+		if err := rt.setupKind(mgr, rw, records); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeShard renders the shard selector for logs.
+func describeShard(sel labels.Selector) string {
+	if sel.Empty() {
+		return "<all>"
+	}
+	return sel.String()
+}
+
+// describeNamespaces renders the watched namespaces for logs.
+func describeNamespaces(namespaces []string) any {
+	if len(namespaces) == 0 {
+		return "all"
+	}
+	return namespaces
+}
+
+// describeIdentity says what the releases of namespaced kinds are applied
+// as, for the log.
+func describeIdentity(o releaseidentity.Options) string {
+	if o.ServiceAccount == "" {
+		return "<the operator's own rights>"
+	}
+	return o.ServiceAccount + " (bound to " + o.DeployerRole + ")"
+}

@@ -1,0 +1,138 @@
+package release
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/acme/platform-operator/internal/operator/manifest"
+)
+
+// Values are the inputs of a kind's chart values besides a resource's
+// spec: its chart, the override values and image defaults of its watch,
+// and the values the chart declares as generated.
+type Values struct {
+	Chart     *chart.Chart
+	Overrides map[string]string
+	Images    []ImageDefault
+	Generated []manifest.CompiledValue
+}
+
+// Fill returns the value of a generated value the spec leaves empty.
+type Fill func(manifest.CompiledValue) (string, error)
+
+// Compute returns the values a release of spec is rendered with, in the
+// reconciler's three steps:
+//
+//  1. the override values are set on a copy of the spec
+//     (ApplyOverrides; the library does this on the custom resource);
+//  2. every generated value the spec leaves empty is filled by fill
+//     (FillGenerated; the runtime's values translator does this, filling
+//     from the stored release, a kept Secret or crypto/rand), and every
+//     image block the spec leaves unset gets the operator's default
+//     image (ApplyImageDefaults; the same translator);
+//  3. the result is coalesced with the chart's defaults (the library).
+//
+// The admission check calls Compute itself; the reconciler's steps are
+// pinned to it by a test of the runtime.
+func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Values, error) {
+	vals := runtime.DeepCopyJSON(spec)
+	if vals == nil {
+		vals = map[string]interface{}{}
+	}
+	if err := ApplyOverrides(vals, v.Overrides); err != nil {
+		return nil, err
+	}
+	if err := FillGenerated(vals, v.Generated, fill); err != nil {
+		return nil, err
+	}
+	if err := ApplyImageDefaults(vals, v.Images); err != nil {
+		return nil, err
+	}
+	return chartutil.CoalesceValues(v.Chart, vals)
+}
+
+// ApplyOverrides sets the override values ("a.b.c": value, environment
+// variables expanded) on vals, as the library does.
+func ApplyOverrides(vals map[string]interface{}, overrides map[string]string) error {
+	for key, value := range overrides {
+		if err := strvals.ParseInto(key+"="+os.ExpandEnv(value), vals); err != nil {
+			return fmt.Errorf("override value %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// FillGenerated sets every value of generated that vals leave empty to
+// what fill returns.
+func FillGenerated(vals map[string]interface{}, generated []manifest.CompiledValue, fill Fill) error {
+	for _, gv := range missing(vals, generated) {
+		value, err := fill(gv)
+		if err != nil {
+			return err
+		}
+		if err := setNestedString(vals, gv.Segments, value); err != nil {
+			return fmt.Errorf("set generated value %s: %w", gv.Path, err)
+		}
+	}
+	return nil
+}
+
+// missing returns the generated values that vals leave empty.
+func missing(vals map[string]interface{}, generated []manifest.CompiledValue) []manifest.CompiledValue {
+	var missing []manifest.CompiledValue
+	for _, gv := range generated {
+		if s, _ := NestedString(vals, gv.Segments); s == "" {
+			missing = append(missing, gv)
+		}
+	}
+	return missing
+}
+
+// Placeholder fills a generated value with a placeholder of its declared
+// length, for a render whose output nobody keeps (the admission check):
+// no generated value can then appear in an answer.
+func Placeholder(gv manifest.CompiledValue) (string, error) {
+	return strings.Repeat("x", gv.Length), nil
+}
+
+// NestedString returns the string at path in m; "" and false when a step
+// is missing or not a map, or the leaf is not a string.
+func NestedString(m map[string]interface{}, path []string) (string, bool) {
+	var cur interface{} = m
+	for _, p := range path {
+		mm, ok := cur.(map[string]interface{})
+		if !ok {
+			return "", false
+		}
+		if cur, ok = mm[p]; !ok {
+			return "", false
+		}
+	}
+	s, ok := cur.(string)
+	return s, ok
+}
+
+// setNestedString sets the string at path in m, creating missing maps.
+func setNestedString(m map[string]interface{}, path []string, value string) error {
+	cur := m
+	for i, p := range path[:len(path)-1] {
+		next, ok := cur[p]
+		if !ok || next == nil {
+			nm := map[string]interface{}{}
+			cur[p] = nm
+			cur = nm
+			continue
+		}
+		if cur, ok = next.(map[string]interface{}); !ok {
+			return fmt.Errorf("%s is not a map", strings.Join(path[:i+1], "."))
+		}
+	}
+	cur[path[len(path)-1]] = value
+	return nil
+}
