@@ -14,7 +14,7 @@ test-integration: cluster-binaries ## Integration tests on a real etcd + kube-ap
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/operator/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/gen/crdgen/...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries build sdk-helm-operator ## End-to-end tests: both binaries on a full local cluster.
+test-e2e: cluster-binaries build sdk-helm-operator helm ## End-to-end tests: both binaries on a full local cluster.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
 
 .PHONY: test-reliability

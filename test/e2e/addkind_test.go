@@ -3,24 +3,28 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/acme/platform-operator/internal/gen/kindgen"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
 // TestAddKindFromHelmCreate: `make kind` turns the starter chart of `helm
 // create` (a chart nobody here wrote) into an API. On a copy of the
-// repository it writes the CRD, RBAC, sample and watches entry; a runtime
+// repository, the commands docs/adding-a-kind.md shows run verbatim (helm
+// create, make kind, make bundle) after a make kind with a bad KIND that
+// changes no file; make kind writes the CRD, RBAC, sample and watches
+// entry; a runtime
 // that runs with exactly the generated ClusterRole, as its own
 // ServiceAccount, installs the generated sample (Deployed, Ready), and the
 // CRD refuses a value of the wrong type at apply.
@@ -28,16 +32,31 @@ func TestAddKindFromHelmCreate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	repo := t.TempDir()
-	testkit.CopyTree(t, env.Root, repo, testkit.KindgenFiles...)
-	if _, err := chartutil.Create("podinfo", filepath.Join(repo, "helm-charts")); err != nil {
-		t.Fatal(err)
+	// What `make kind` and `make bundle` need of the repository; bin/ is the
+	// suite's, with the tools it built, and their pins are older than them
+	// so that make builds none again.
+	testkit.CopyTree(t, env.Root, repo, append(kindgen.Files,
+		"Makefile", "make", "go.mod", "go.sum", "cmd", "internal", "extensions", "hack/kube", "hack/tools", "bundle", "bundle.Dockerfile")...)
+	g.Expect(os.Symlink(filepath.Join(env.Root, "bin"), filepath.Join(repo, "bin"))).To(Succeed())
+	pins, err := filepath.Glob(filepath.Join(repo, "hack", "tools", "*", "go.mod"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range pins {
+		g.Expect(os.Chtimes(p, time.Unix(0, 0), time.Unix(0, 0))).To(Succeed())
 	}
 
-	t.Log("make kind on the starter chart")
-	out, err := env.Run("", "go", "run", "./cmd/kindgen", "--root", repo,
-		"--chart", "helm-charts/podinfo", "--group", "demo.acme.com", "--kind", "Podinfo")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	t.Log(out)
+	t.Log("a make kind that fails changes no file")
+	before := testkit.Snapshot(t, repo, kindgen.Files...)
+	out, err := shell(repo, "make kind CHART=helm-charts/nginx GROUP=demo.acme.com KIND=podinfo")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`KIND "podinfo" must be UpperCamelCase`))
+	g.Expect(testkit.Snapshot(t, repo, kindgen.Files...)).To(Equal(before))
+
+	t.Log("the commands of docs/adding-a-kind.md, verbatim")
+	for _, line := range testkit.ShellLines(t, filepath.Join(env.Root, "docs", "adding-a-kind.md"), 0) {
+		t.Log("$ " + line)
+		out, err := shell(repo, line)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+	}
 	gvk := schema.GroupVersionKind{Group: "demo.acme.com", Version: "v1alpha1", Kind: "Podinfo"}
 
 	t.Log("install the generated CRD")
@@ -94,4 +113,14 @@ func TestAddKindFromHelmCreate(t *testing.T) {
 	out, err = env.KubectlIn("apiVersion: demo.acme.com/v1alpha1\nkind: Podinfo\nmetadata: {name: "+strings.Repeat("p", 54)+"}\nspec: {}\n", "apply", "-n", ns, "-f", "-")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("metadata.name must be at most 53 characters"))
+}
+
+// shell runs a command line as a user types it, in dir, with the suite's
+// bin/ (helm, kubectl) first on the PATH.
+func shell(dir, line string) (string, error) {
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(env.Root, "bin")+string(os.PathListSeparator)+filepath.Dir(env.KubectlPath)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/acme/platform-operator/internal/gen/kindgen"
 	"github.com/acme/platform-operator/test/testkit"
 )
 
@@ -43,7 +44,7 @@ func TestForeignChartConfinedWithTheWebhookOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	repo := t.TempDir()
-	testkit.CopyTree(t, env.Root, repo, testkit.KindgenFiles...)
+	testkit.CopyTree(t, env.Root, repo, kindgen.Files...)
 	for name, content := range wideChartFiles {
 		p := filepath.Join(repo, "helm-charts", "wide", name)
 		g.Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,47 @@ func CopyTree(t testing.TB, src, dst string, names ...string) {
 	}
 }
 
-// KindgenFiles are what `make kind` reads and writes.
-var KindgenFiles = []string{"config", "helm-charts", "watches.yaml", "PROJECT"}
+// Snapshot reads every file under names (relative to root) into a map
+// from its path to its content, to compare a tree before and after.
+func Snapshot(t testing.TB, root string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		err := filepath.WalkDir(filepath.Join(root, name), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = string(data)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// ShellLines returns the command lines of the n-th (from 0) ```sh block
+// of a markdown file, as a reader would copy them: blank lines and whole
+// comment lines left out.
+func ShellLines(t testing.TB, file string, n int) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(data), "```sh\n")
+	if len(blocks) <= n+1 {
+		t.Fatalf("%s has no sh block %d", file, n)
+	}
+	block, _, _ := strings.Cut(blocks[n+1], "```")
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}

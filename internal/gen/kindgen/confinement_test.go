@@ -40,7 +40,7 @@ rules: [{apiGroups: [""], resources: [secrets], verbs: [get, list]}]
 func setUpWide(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, testkit.KindgenFiles...)
+	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, Files...)
 	for name, content := range wideChart {
 		p := filepath.Join(root, "helm-charts", "wide", name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

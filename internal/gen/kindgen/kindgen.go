@@ -89,20 +89,34 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// Files are what Run reads and writes, relative to the root.
+var Files = []string{"config", "helm-charts", "watches.yaml", "PROJECT"}
+
 // Run adds the kind (or updates what it derives when it is there already)
-// and runs crdgen, rbacgen and csvgen.
+// and runs crdgen, rbacgen and csvgen. It works on a copy of Files and
+// changes the tree only when every step succeeded: a failing run leaves
+// every file as it was.
 func Run(o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
-	g := &gen{Options: o}
-	steps := []func() error{g.schema, g.sample, g.kinds, g.watches, g.roles, g.project, g.derived}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
+	var log bytes.Buffer
+	_, err := genfile.Staged(o.Root, Files, func(stage string) error {
+		g := &gen{Options: o}
+		g.Root, g.Log = stage, &log
+		steps := []func() error{g.schema, g.sample, g.kinds, g.watches, g.roles, g.project, g.derived}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\n(no file was changed)", err)
 	}
-	return nil
+	_, err = log.WriteTo(o.Log)
+	return err
 }
 
 type gen struct {

@@ -50,7 +50,7 @@ func changed(before, after map[string][]byte) []string {
 
 func TestRunOnHelmCreateStarter(t *testing.T) {
 	root := t.TempDir()
-	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, testkit.KindgenFiles...)
+	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, Files...)
 	if _, err := chartutil.Create("podinfo", filepath.Join(root, "helm-charts")); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 
 func TestRunRefusesBadInput(t *testing.T) {
 	root := t.TempDir()
-	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, testkit.KindgenFiles...)
+	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, Files...)
 	for _, tc := range []struct {
 		name string
 		o    Options
@@ -166,5 +166,33 @@ func TestRunRefusesBadInput(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunThatFailsChangesNothing fails late: the chart passes every check
+// of the options and has values, so the schema, sample, kinds.yaml and
+// watches.yaml steps all succeed, and then it cannot be rendered. The tree
+// must be as it was.
+func TestRunThatFailsChangesNothing(t *testing.T) {
+	root := t.TempDir()
+	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, Files...)
+	if _, err := chartutil.Create("broken", filepath.Join(root, "helm-charts")); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(root, "helm-charts", "broken", "templates", "broken.yaml")
+	if err := os.WriteFile(bad, []byte(`{{ fail "this chart does not render" }}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+	var log strings.Builder
+	err := Run(Options{Root: root, Chart: "helm-charts/broken", Group: "demo.acme.com", Kind: "Broken", Log: &log})
+	if err == nil || !strings.Contains(err.Error(), "this chart does not render") || !strings.Contains(err.Error(), "no file was changed") {
+		t.Fatalf("got %v, want the render error and that no file was changed", err)
+	}
+	if got := changed(before, snapshot(t, root)); len(got) > 0 {
+		t.Errorf("a failed run changed %s", strings.Join(got, ", "))
+	}
+	if log.Len() > 0 {
+		t.Errorf("a failed run reported writes:\n%s", log.String())
 	}
 }

@@ -1,5 +1,6 @@
-// Package genfile fills text into lines of a fixed width, for the YAML
-// the generators write (comments, folded descriptions).
+// Package genfile is how the generators write the repository's files:
+// a generator that fails leaves the tree as it was (Staged), and the YAML
+// they write wraps its comments at a fixed width (Fill).
 package genfile
 
 import "strings"
