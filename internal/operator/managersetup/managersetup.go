@@ -172,13 +172,14 @@ func New(cfg *rest.Config, mo ctrl.Options) (ctrl.Manager, error) {
 // ParseFlags parses the command line: the flags registered on
 // pflag.CommandLine so far, Go's flag.CommandLine (controller-runtime's
 // --kubeconfig) and the logging flags (--zap-devel, --zap-log-level, ...).
-// It sets controller-runtime's logger, JSON unless --zap-devel is given,
+// It sets controller-runtime's logger, JSON unless --zap-devel is given
+// and quiet about write conflicts (QuietConflicts),
 // and returns the logger of the process's setup.
 func ParseFlags() logr.Logger {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(QuietConflicts(zap.New(zap.UseFlagOptions(&zapOpts))))
 	return ctrl.Log.WithName("setup")
 }
