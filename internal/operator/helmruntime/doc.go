@@ -39,7 +39,7 @@
 // Memory: the informer cache keeps the rendered objects as their metadata
 // and a digest of their content, which is all the dependent watches
 // compare; nothing may read a rendered object's spec from the cache (see
-// cacheOptions).
+// cachefilter.CacheOptions).
 //
 // The entry point is [Run]. It builds the runtime's state once (run.go) and
 // hands the supervisor a function that builds a manager with one reconciler

@@ -133,24 +133,6 @@ func deleteAndTimeRecreation(t *testing.T, k8s client.Client, obj client.Object,
 	return time.Since(deleted)
 }
 
-// deployment is a rendered Deployment as the API server returns it.
-func deployment(replicas int64, phase string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{
-			"name": "web", "namespace": "team-a", "resourceVersion": "7",
-			"annotations":     map[string]any{"meta.helm.sh/release-name": "web"},
-			"ownerReferences": []any{map[string]any{"apiVersion": nginxGVK.GroupVersion().String(), "kind": "Nginx", "name": "web", "uid": "u1", "controller": true}},
-		},
-		"spec": map[string]any{
-			"replicas": replicas,
-			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}},
-		},
-		"status": map[string]any{"phase": phase},
-	}}
-	return u
-}
-
 // expectDeployed waits until cr reports Deployed=True.
 func expectDeployed(t *testing.T, k8s client.Client, cr *unstructured.Unstructured) {
 	t.Helper()

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/cachefilter"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
@@ -95,7 +96,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	rt.readyStates.track(rw.GVK.Kind, k.ready)
 	caps := helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge)
 	// The upgrades' writes of the kind's objects, which its watches do not
-	// reconcile again for (primaryevents.go).
+	// reconcile again for (package cachefilter).
 	ownWrites := &helmconfig.OwnWrites{}
 	identity := releaseIdentity{namespaces: mgr.GetClient(), kindDefault: rw.ServiceAccountName, writer: mgr.GetClient()}
 	if !clusterScoped {
@@ -139,8 +140,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		return fmt.Errorf("create reconciler for %s: %w", rw.GVK, err)
 	}
 	// The library's own watch of the kind skips updates that ask for no
-	// work (primaryevents.go).
-	if err := r.SetupWithManager(withPrimaryEventFilter(mgr, rw.GVK, ownWrites)); err != nil {
+	// work (package cachefilter).
+	if err := r.SetupWithManager(cachefilter.WithPrimaryEventFilter(mgr, rw.GVK, ownWrites)); err != nil {
 		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
 	}
 	k.logConfigured()

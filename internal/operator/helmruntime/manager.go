@@ -8,7 +8,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/acme/platform-operator/internal/operator/cachefilter"
 )
 
 // NewScheme returns the scheme of the manager: the client-go built-in types
@@ -25,27 +26,14 @@ func NewScheme() *runtime.Scheme {
 // manager options: leader election, metrics server, health probes and the
 // namespaces of the cache. opts should be completed (see Options.Complete);
 // ws are the watches the manager's reconcilers will serve (their custom
-// resources are cached whole, see cacheOptions, and only those of the
+// resources are cached whole, see cachefilter.CacheOptions, and only those of the
 // shard, see package shard). The manager logs refusals at info
 // (refusalsAtInfo).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
 	o := opts.ManagerOptions(NewScheme())
-	o.Cache = cacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard())
+	o.Cache = cachefilter.CacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard())
 	o.Logger = refusalsAtInfo(ctrl.Log)
 	return o
-}
-
-// CacheNamespaces turns the watched namespaces into the cache's
-// DefaultNamespaces; nil (all namespaces) for an empty list.
-func CacheNamespaces(namespaces []string) map[string]cache.Config {
-	if len(namespaces) == 0 {
-		return nil
-	}
-	out := make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		out[ns] = cache.Config{}
-	}
-	return out
 }
 
 // watchedKinds are the custom resource kinds of ws.

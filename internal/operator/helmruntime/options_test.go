@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/acme/platform-operator/internal/operator/managersetup"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
@@ -152,13 +151,6 @@ func TestComplete(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(want))
 		}
 	})
-}
-
-func TestCacheNamespaces(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(CacheNamespaces(nil)).To(BeNil())        // all namespaces
-	g.Expect(CacheNamespaces([]string{})).To(BeNil()) // all namespaces
-	g.Expect(CacheNamespaces([]string{"a", "b"})).To(Equal(map[string]cache.Config{"a": {}, "b": {}}))
 }
 
 func TestManagerOptions(t *testing.T) {

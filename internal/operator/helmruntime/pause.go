@@ -11,7 +11,7 @@ import (
 // installed, upgraded or repaired, Paused is True (reason
 // PauseReconcileAnnotationTrue) and Ready Unknown (reason Paused). Any
 // other value, or none, resumes it, and the change of the annotation asks
-// for a reconcile at once (primaryevents.go). A paused resource that is
+// for a reconcile at once (package cachefilter). A paused resource that is
 // deleted is still uninstalled.
 const PauseAnnotation = "helm.sdk.operatorframework.io/pause-reconcile"
 

@@ -56,7 +56,7 @@ import (
 //     applied, and when the library acted without writing status, and
 //     patches Ready alone. It is a second controller on the same leader
 //     lease, whose work is reading the cache: the objects' health is kept
-//     in the informer cache (cachetrim.go: readiness.Stash), so health
+//     in the informer cache (cachefilter: readiness.Stash), so health
 //     changes are watched, not polled, and a judgement costs no request.
 //
 // Only while a workload of a release waits for its Pods (its controller

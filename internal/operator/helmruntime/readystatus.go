@@ -123,7 +123,7 @@ func withReady(st map[string]any, v readiness.Verdict, generation int64, now tim
 
 // keptStatus is what the tracker keeps of a status: its conditions,
 // observedGeneration, history and remediation, copied. Not deployedRelease: its manifest is a few
-// KiB per resource, which the cache already avoids holding (cachetrim.go).
+// KiB per resource, which the cache already avoids holding (package cachefilter).
 func keptStatus(st map[string]any) map[string]any {
 	if st == nil {
 		return nil

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/acme/platform-operator/internal/operator/cachefilter"
 )
 
 // releaseRecordField indexes the cached Secrets that are Helm release
@@ -16,7 +18,7 @@ const releaseRecordField = "platform-operator.acme.com/helm-release"
 
 // recordIndex answers which revisions of a release have a record from the
 // manager's cache of Secrets, which holds every record's metadata (not
-// its payload, see cacheOptions): the storage then reads the records by
+// its payload, see cachefilter.CacheOptions): the storage then reads the records by
 // name, and checks that the cache does not lag, instead of listing every
 // Secret of the namespace (helmstorage.NewIndexedMemo).
 type recordIndex struct {
@@ -27,7 +29,7 @@ type recordIndex struct {
 // index. The manager's cache is shared by every kind: one index serves all.
 func newRecordIndex(ctx context.Context, mgr manager.Manager) (*recordIndex, error) {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, releaseRecordField, func(o client.Object) []string {
-		if !isReleaseRecord(o) {
+		if !cachefilter.IsReleaseRecord(o) {
 			return nil
 		}
 		return []string{o.GetLabels()["name"]}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/cachefilter"
 )
 
 // refusalReasons is the status edit that gives the conditions reporting a
@@ -102,7 +103,7 @@ func releaseDeletionWatch(c cache.Cache, gvk schema.GroupVersionKind, clusterSco
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			s, ok := e.Object.(*corev1.Secret)
-			return ok && s.Type == helmReleaseSecretType && s.Labels["owner"] == "helm"
+			return ok && s.Type == cachefilter.HelmReleaseSecretType && s.Labels["owner"] == "helm"
 		},
 	}
 	return func(ctrl reconciler.ControllerSetup) error {

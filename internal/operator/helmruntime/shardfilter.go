@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The cache holds only the shard's custom resources (cacheOptions), but
+// The cache holds only the shard's custom resources (cachefilter.CacheOptions), but
 // the library reads the custom resource of each request with the
 // manager's client, which reads unstructured objects from the API server,
 // not from the cache. A request for another shard's resource still comes:

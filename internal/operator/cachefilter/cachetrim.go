@@ -1,4 +1,4 @@
-package helmruntime
+package cachefilter
 
 import (
 	"crypto/sha256"
@@ -17,10 +17,10 @@ import (
 	"github.com/acme/platform-operator/internal/operator/readiness"
 )
 
-// helmReleaseSecretType is the type of the Secrets Helm stores releases in.
-const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
+// HelmReleaseSecretType is the type of the Secrets Helm stores releases in.
+const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 
-// cacheOptions is what the runtime's informer cache keeps. Memory grows
+// CacheOptions is what the runtime's informer cache keeps. Memory grows
 // with the number of releases, so it keeps only what is read from it:
 //
 //   - No managedFields on any object. Nothing reads them from the cache,
@@ -54,7 +54,7 @@ const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 // matches. Every watch of a custom resource reads this
 // cache, so the selector applies to all of them; a resource whose labels
 // stop matching leaves the cache as if it were deleted.
-func cacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
+func CacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
 	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched))}
 	var byObject map[client.Object]cache.ByObject
 	for _, gvk := range watched {
@@ -189,8 +189,21 @@ func trimObject(obj any) (any, error) {
 
 // stripReleasePayload drops the data of a Helm release Secret.
 func stripReleasePayload(s *corev1.Secret) {
-	if s.Type == helmReleaseSecretType {
+	if s.Type == HelmReleaseSecretType {
 		s.Data = nil
 		s.StringData = nil
 	}
+}
+
+// CacheNamespaces turns the watched namespaces into the cache's
+// DefaultNamespaces; nil (all namespaces) for an empty list.
+func CacheNamespaces(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }

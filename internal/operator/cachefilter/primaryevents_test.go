@@ -1,4 +1,4 @@
-package helmruntime
+package cachefilter
 
 import (
 	"context"

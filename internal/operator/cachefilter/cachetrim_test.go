@@ -1,4 +1,4 @@
-package helmruntime
+package cachefilter
 
 import (
 	"reflect"
@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/operator/readiness"
 )
 
 func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
-	opts := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything())
+	opts := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything())
 	managed := []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}}
 	secretTransform := opts.DefaultTransform
 
@@ -33,7 +34,7 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			in: &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Labels: map[string]string{"owner": "helm", "name": "web"},
 					OwnerReferences: []metav1.OwnerReference{{Name: "web"}}, ManagedFields: managed},
-				Type: helmReleaseSecretType,
+				Type: HelmReleaseSecretType,
 				Data: map[string][]byte{"release": []byte("H4sI...")},
 			},
 			check: func(g Gomega, out client.Object) {
@@ -177,7 +178,7 @@ var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1
 // resourceVersion. Fingerprints must give that predicate the same answers
 // as the whole objects.
 func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
-	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
+	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
 	changed := func(g Gomega, old, updated *unstructured.Unstructured) bool {
 		var cached [2]*unstructured.Unstructured
 		for i, u := range []*unstructured.Unstructured{old, updated} {
@@ -231,7 +232,7 @@ func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
 // the health of the real object, not the health of the fingerprint.
 func TestTransformIsIdempotent(t *testing.T) {
 	g := NewWithT(t)
-	transform := cacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
+	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
 	available := deployment(1, "")
 	available.Object["status"] = map[string]any{"observedGeneration": int64(0), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1),
 		"conditions": []any{
@@ -248,4 +249,29 @@ func TestTransformIsIdempotent(t *testing.T) {
 	twice, err := transform(once)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(twice.(*unstructured.Unstructured).Object).To(Equal(first.Object))
+}
+
+func TestCacheNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CacheNamespaces(nil)).To(BeNil())        // all namespaces
+	g.Expect(CacheNamespaces([]string{})).To(BeNil()) // all namespaces
+	g.Expect(CacheNamespaces([]string{"a", "b"})).To(Equal(map[string]cache.Config{"a": {}, "b": {}}))
+}
+
+// deployment is a rendered Deployment as the API server returns it.
+func deployment(replicas int64, phase string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "team-a", "resourceVersion": "7",
+			"annotations":     map[string]any{"meta.helm.sh/release-name": "web"},
+			"ownerReferences": []any{map[string]any{"apiVersion": nginxGVK.GroupVersion().String(), "kind": "Nginx", "name": "web", "uid": "u1", "controller": true}},
+		},
+		"spec": map[string]any{
+			"replicas": replicas,
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}},
+		},
+		"status": map[string]any{"phase": phase},
+	}}
+	return u
 }

@@ -1,4 +1,4 @@
-package helmruntime
+package cachefilter
 
 import (
 	"context"
@@ -103,7 +103,7 @@ type primaryEventsManager struct {
 	cache cache.Cache
 }
 
-func withPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind, ownWrites *helmconfig.OwnWrites) ctrl.Manager {
+func WithPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind, ownWrites *helmconfig.OwnWrites) ctrl.Manager {
 	return &primaryEventsManager{Manager: mgr, cache: &primaryEventsCache{Cache: mgr.GetCache(), gvk: gvk, ownWrites: ownWrites}}
 }
 
@@ -183,7 +183,7 @@ type releaseWriteHandler struct {
 }
 
 func (h releaseWriteHandler) OnAdd(obj any, isInInitialList bool) {
-	if isReleaseRecord(obj) {
+	if IsReleaseRecord(obj) {
 		return
 	}
 	h.ResourceEventHandler.OnAdd(obj, isInInitialList)
@@ -192,7 +192,7 @@ func (h releaseWriteHandler) OnAdd(obj any, isInInitialList bool) {
 func (h releaseWriteHandler) OnUpdate(oldObj, newObj any) {
 	o, okOld := oldObj.(client.Object)
 	n, okNew := newObj.(client.Object)
-	if okOld && okNew && isReleaseRecord(n) && o.GetLabels()["status"] != n.GetLabels()["status"] {
+	if okOld && okNew && IsReleaseRecord(n) && o.GetLabels()["status"] != n.GetLabels()["status"] {
 		return
 	}
 	h.ResourceEventHandler.OnUpdate(oldObj, newObj)
@@ -221,10 +221,10 @@ func (h ownWriteHandler) OnUpdate(oldObj, newObj any) {
 	h.writes.Check(key, n.GetResourceVersion(), func() { h.ResourceEventHandler.OnUpdate(oldObj, newObj) })
 }
 
-// isReleaseRecord tells a Helm release record by its metadata, which the
+// IsReleaseRecord tells a Helm release record by its metadata, which the
 // cache keeps of every Secret (typed, or unstructured for the dependent
 // watches of charts that render Secrets).
-func isReleaseRecord(obj any) bool {
+func IsReleaseRecord(obj any) bool {
 	o, ok := obj.(client.Object)
 	return ok && o.GetLabels()["owner"] == "helm" && strings.HasPrefix(o.GetName(), "sh.helm.release.v1.")
 }
