@@ -61,7 +61,7 @@ func (a *Activity) begin(key string) (end func()) {
 
 // Busy reports whether an action of this process on key is running: its
 // objects are being written, and judging their health now would judge a
-// revision half applied (ready.go).
+// revision half applied (package readycontroller).
 func (a *Activity) Busy(key string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -21,7 +21,7 @@ import (
 
 // Remediation of a revision that did not become Ready in time.
 //
-// The readiness controller decides (helmruntime/remediation.go): when an
+// The readiness controller decides (readycontroller/remediation.go): when an
 // upgrade misses its deadline and the revision before it was Ready, it
 // writes its decision to the resource's status.remediation and wakes the
 // kind's reconciler. This layer carries the decision out in that

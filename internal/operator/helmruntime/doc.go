@@ -16,8 +16,10 @@
 // between the library's reconciler and Helm in package actionpath (listed
 // in order by actionpath.Layers), Helm's action configuration in package
 // helmconfig, the rules of a release (owner, digest, values) in package
-// release, and the watches.yaml entries with their defaults in package
-// watchconfig.
+// release, the watches.yaml entries with their defaults in package
+// watchconfig, the readiness controller in package readycontroller, and
+// what the cache holds and which events ask for work in package
+// cachefilter.
 //
 // Charts that render secrets get three safeguards on top of the library:
 // Secret values are redacted from the release manifest the custom
@@ -32,9 +34,10 @@
 // every reconcile. Releases record a digest of their chart and final
 // values (release.DigestLabel), and a dry-run whose digest matches the
 // deployed release is answered without rendering (charts calling lookup
-// are always rendered). Periodic resyncs are a per-resource jittered safety
-// net ([ResyncJitter], one hour by default): spec edits and drift of the
-// rendered objects are watched.
+// are always rendered). Periodic resyncs are a safety net, each resource on
+// a timer of its own: the reconcile period (one hour by default) times a
+// factor drawn within ±[ResyncJitter] (resync.go); spec edits and drift of
+// the rendered objects are watched.
 //
 // Memory: the informer cache keeps the rendered objects as their metadata
 // and a digest of their content, which is all the dependent watches

@@ -218,13 +218,18 @@ func waitSettled(t *testing.T, k8s client.Client, cr *unstructured.Unstructured)
 
 // conditionOf returns obj's condition of type condType; nil when it has none.
 func conditionOf(obj *unstructured.Unstructured, condType string) map[string]any {
-	st, _ := obj.Object["status"].(map[string]any)
-	return findCondition(st, condType)
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == condType {
+			return m
+		}
+	}
+	return nil
 }
 
 // conditionStatus returns the status of obj's condition of type condType;
 // "" when it has none.
 func conditionStatus(obj *unstructured.Unstructured, condType string) string {
-	st, _ := obj.Object["status"].(map[string]any)
-	return readyCondStatus(st, condType)
+	s, _ := conditionOf(obj, condType)["status"].(string)
+	return s
 }

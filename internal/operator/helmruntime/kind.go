@@ -23,6 +23,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/actionpath"
 	"github.com/acme/platform-operator/internal/operator/cachefilter"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -40,8 +41,8 @@ type kindRuntime struct {
 	log      logr.Logger
 	// refusals carries the ownership layer's refusals to the status writer.
 	refusals *actionpath.Refusals
-	// ready judges the releases and writes Ready (ready.go).
-	ready *readyTracker
+	// ready judges the releases and writes Ready (package readycontroller).
+	ready *readycontroller.Tracker
 	// remediate wakes the kind's reconciler for a rollback the readiness
 	// controller decided, or for the chart's tests (remediation.go).
 	remediate chan event.GenericEvent
@@ -88,12 +89,18 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		remediate:     make(chan event.GenericEvent, 1024),
 		testResults:   actionpath.NewTestResults(),
 	}
-	k.ready = newReadyTracker(k, mgr)
-	k.testResults.OnResult = k.ready.judgeAgain
-	if err := k.ready.setup(mgr); err != nil {
+	k.ready = readycontroller.New(readycontroller.Config{
+		GVK: rw.GVK, ClusterScoped: clusterScoped, Concurrency: rw.MaxConcurrentReconciles,
+		ReleaseNamespace: k.nsFor, Activity: rt.activity, Writer: k.shardClient(mgr),
+		Recorder: k.recorder, Log: k.log,
+		Remediation: rw.Remediation, Remediations: rt.remediations,
+		WakeReconciler: k.wakeReconciler, TestResults: k.testResults,
+	}, mgr)
+	k.testResults.OnResult = k.ready.JudgeAgain
+	if err := k.ready.Setup(mgr); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
-	rt.readyStates.track(rw.GVK.Kind, k.ready)
+	rt.readyStates.Track(rw.GVK.Kind, k.ready)
 	caps := helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge)
 	// The upgrades' writes of the kind's objects, which its watches do not
 	// reconcile again for (package cachefilter).
@@ -174,7 +181,7 @@ func (k *kindRuntime) libraryRecorder() record.EventRecorder {
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
-//     Ready, which a readiness controller keeps current (ready.go);
+//     Ready, which a readiness controller keeps current (package readycontroller);
 //   - PauseAnnotation pauses a resource, but not its deletion (pause.go);
 //     the library's install, upgrade and uninstall annotations set the
 //     options of those actions.
@@ -208,7 +215,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.stampStatus, refusalReasons(k.refusals), redactSecrets)),
+		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.StampStatus, refusalReasons(k.refusals), redactSecrets)),
 		reconciler.WithPostHook(k.ready),
 		reconciler.WithControllerSetupFunc(k.remediationWatch),
 	)

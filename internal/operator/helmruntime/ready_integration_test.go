@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
 	"github.com/acme/platform-operator/internal/operator/readiness"
+	"github.com/acme/platform-operator/internal/operator/readycontroller"
 )
 
 // The test API server runs no controller manager: nothing turns a
@@ -32,7 +33,7 @@ func expectReady(t *testing.T, cr *unstructured.Unstructured, status, reason str
 		var err error
 		cur, err = getCR(t.Context(), suite.k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		c := conditionOf(cur, ConditionReady)
+		c := conditionOf(cur, readycontroller.ConditionReady)
 		g.Expect(c).NotTo(BeNil(), "status: %v", cur.Object["status"])
 		g.Expect([]any{c["status"], c["reason"]}).To(Equal([]any{status, reason}), "Ready: %v", c)
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
@@ -118,9 +119,9 @@ func TestReadyFollowsTheDeployment(t *testing.T) {
 	setDeploymentStatus(t, ns, "shop", 0)
 	cur = expectReady(t, cr, "False", readiness.ReasonProgressing)
 	t.Logf("Ready=False %s after the Deployment lost its available replicas", time.Since(start).Round(time.Millisecond))
-	g.Expect(conditionOf(cur, ConditionReady)["message"]).To(ContainSubstring("Deployment shop: "))
+	g.Expect(conditionOf(cur, readycontroller.ConditionReady)["message"]).To(ContainSubstring("Deployment shop: "))
 	g.Eventually(func() []string { return eventReasons(ctx, cr) }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements(ReasonBecameReady, ReasonNotReady))
+		Should(ContainElements(readycontroller.ReasonBecameReady, readycontroller.ReasonNotReady))
 
 	// A spec edit: right after the upgrade the new generation is not
 	// rolled out, so Ready is False for generation 2, never True for it
@@ -135,14 +136,14 @@ func TestReadyFollowsTheDeployment(t *testing.T) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cur.GetGeneration()).To(BeEquivalentTo(2))
-		c := conditionOf(cur, ConditionReady)
+		c := conditionOf(cur, readycontroller.ConditionReady)
 		g.Expect(c["observedGeneration"]).To(BeEquivalentTo(2))
 		g.Expect(c["status"]).To(Equal("False"), "Ready for generation 2 before its rollout")
 		expectGenerationsStamped(g, cur)
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	setDeploymentStatus(t, ns, "shop", 3)
 	cur = expectReady(t, cr, "True", readiness.ReasonReady)
-	g.Expect(conditionOf(cur, ConditionReady)["observedGeneration"]).To(BeEquivalentTo(2))
+	g.Expect(conditionOf(cur, readycontroller.ConditionReady)["observedGeneration"]).To(BeEquivalentTo(2))
 
 	// A deleted Deployment: the release is not ready until the recreated
 	// one is available again.
@@ -162,7 +163,7 @@ func TestReadyOfAFailedRelease(t *testing.T) {
 	cr := helmtest.CR("Widget", ns, "broken", map[string]any{"replicas": -1}, nil)
 	NewWithT(t).Expect(k8s.Create(t.Context(), cr)).To(Succeed())
 	cur := expectReady(t, cr, "False", readiness.ReasonReleaseFailed)
-	NewWithT(t).Expect(conditionOf(cur, ConditionReady)["message"]).To(ContainSubstring("replicas"))
+	NewWithT(t).Expect(conditionOf(cur, readycontroller.ConditionReady)["message"]).To(ContainSubstring("replicas"))
 }
 
 // TestReadyOfAClusterScopedKind: a tenant's release (a Namespace and a
@@ -175,5 +176,5 @@ func TestReadyOfAClusterScopedKind(t *testing.T) {
 	NewWithT(t).Expect(k8s.Create(t.Context(), cr)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cr) })
 	cur := expectReady(t, cr, "True", readiness.ReasonReady)
-	NewWithT(t).Expect(conditionOf(cur, ConditionReady)["message"]).To(Equal("all 2 objects of the release are ready"))
+	NewWithT(t).Expect(conditionOf(cur, readycontroller.ConditionReady)["message"]).To(Equal("all 2 objects of the release are ready"))
 }

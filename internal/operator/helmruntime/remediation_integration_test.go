@@ -18,6 +18,7 @@ import (
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
 	"github.com/acme/platform-operator/internal/operator/actionpath"
 	"github.com/acme/platform-operator/internal/operator/readiness"
+	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
@@ -105,22 +106,22 @@ func TestRemediationRollsBackAnUpgrade(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		stalled := conditionOf(cur, ConditionStalled)
+		stalled := conditionOf(cur, readycontroller.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil(), "status: %v", cur.Object["status"])
 		g.Expect(stalled["status"]).To(Equal("True"))
-		g.Expect(stalled["reason"]).To(Equal(ReasonRolledBack))
+		g.Expect(stalled["reason"]).To(Equal(readycontroller.ReasonRolledBack))
 		g.Expect(stalled["message"]).To(And(ContainSubstring("revision 2 did not become Ready within 10s"), ContainSubstring("rolled back to revision 1"), ContainSubstring(watchconfig.RetryAnnotation)))
 		rec, ok := actionpath.ReadRemediation(cur)
 		g.Expect(ok).To(BeTrue())
 		g.Expect(rec).To(gstruct.MatchFields(gstruct.IgnoreExtras, gstruct.Fields{"Revision": Equal(2), "Action": Equal("rollback"), "To": Equal(1), "RolledBackAs": Equal(3), "Generation": BeEquivalentTo(2)}))
-		history := readHistory(nestedStatus(cur))
+		history := readycontroller.ReadHistory(nestedStatus(cur))
 		g.Expect(history).To(HaveLen(3))
 		g.Expect([]int{history[0].Revision, history[1].Revision, history[2].Revision}).To(Equal([]int{3, 2, 1}))
 		g.Expect([]bool{history[0].Ready, history[1].Ready, history[2].Ready}).To(Equal([]bool{true, false, true}))
 		g.Expect(history[0].Remediation).To(Equal("rollback to revision 1"))
 		g.Expect(history[1].Remediation).To(Equal("not Ready in time; rolled back to revision 1"))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
-	g.Expect(eventReasons(ctx, cur)).To(ContainElement(ReasonRolledBack))
+	g.Expect(eventReasons(ctx, cur)).To(ContainElement(readycontroller.ReasonRolledBack))
 
 	// No loop: the held spec is not upgraded again.
 	g.Consistently(func() []int { return revisions(t, ns, "shop") }).WithTimeout(15 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1, 2, 3}))
@@ -133,18 +134,18 @@ func TestRemediationRollsBackAnUpgrade(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil(), "Stalled once the retry applies the spec")
+		g.Expect(conditionOf(cur, readycontroller.ConditionStalled)).To(BeNil(), "Stalled once the retry applies the spec")
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 
 	// It works this time.
 	setDeploymentStatus(t, ns, "shop", 3)
 	cur = expectReady(t, cr, "True", readiness.ReasonReady)
-	history := readHistory(nestedStatus(cur))
+	history := readycontroller.ReadHistory(nestedStatus(cur))
 	g.Expect(history[0].Revision).To(Equal(4))
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(readHistory(nestedStatus(cur))[0].Ready).To(BeTrue())
+		g.Expect(readycontroller.ReadHistory(nestedStatus(cur))[0].Ready).To(BeTrue())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
 
@@ -163,9 +164,9 @@ func TestRemediationLeavesAFirstInstall(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(t.Context(), k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		stalled := conditionOf(cur, ConditionStalled)
+		stalled := conditionOf(cur, readycontroller.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled["reason"]).To(Equal(ReasonNotRemediated))
+		g.Expect(stalled["reason"]).To(Equal(readycontroller.ReasonNotRemediated))
 		g.Expect(stalled["message"]).To(ContainSubstring("a first install is left as it is"))
 	}).WithTimeout(eventually + 10*time.Second).WithPolling(poll).Should(Succeed())
 	g.Consistently(func() []int { return revisions(t, ns, "new") }).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1}))
@@ -176,7 +177,7 @@ func TestRemediationLeavesAFirstInstall(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(context.Background(), k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil())
+		g.Expect(conditionOf(cur, readycontroller.ConditionStalled)).To(BeNil())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
 
@@ -201,7 +202,7 @@ func TestRemediationRetries(t *testing.T) {
 	g.Eventually(func() []int { return revisions(t, ns, "retried") }).WithTimeout(eventually + 10*time.Second).WithPolling(poll).Should(Equal([]int{1, 2, 3}))
 	cur, err := getCR(ctx, k8s, cr)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil(), "not stalled while a retry is left")
+	g.Expect(conditionOf(cur, readycontroller.ConditionStalled)).To(BeNil(), "not stalled while a retry is left")
 
 	// The rollback becomes Ready: the spec is tried again.
 	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "retried") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(1))
@@ -216,9 +217,9 @@ func TestRemediationRetries(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		stalled := conditionOf(cur, ConditionStalled)
+		stalled := conditionOf(cur, readycontroller.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled["reason"]).To(Equal(ReasonRolledBack))
+		g.Expect(stalled["reason"]).To(Equal(readycontroller.ReasonRolledBack))
 		g.Expect(stalled["message"]).To(ContainSubstring("rolled back 2 times"))
 		rec, _ := actionpath.ReadRemediation(cur)
 		g.Expect([]int{rec.Revision, rec.To, rec.Attempt, rec.RetriesLeft}).To(Equal([]int{4, 3, 2, 0}))
@@ -257,7 +258,7 @@ func TestChartTestsGateAndRollBack(t *testing.T) {
 	expectReady(t, cr, "False", actionpath.ReasonTesting)
 	completeTestPod(t, ns, "tested", corev1.PodSucceeded)
 	cur := expectReady(t, cr, "True", readiness.ReasonReady)
-	g.Expect(readHistory(nestedStatus(cur))[0].Test).To(Equal("passed"))
+	g.Expect(readycontroller.ReadHistory(nestedStatus(cur))[0].Test).To(Equal("passed"))
 	g.Eventually(func() []string { return eventReasons(ctx, cr) }).WithTimeout(eventually).WithPolling(poll).Should(ContainElement(actionpath.ReasonTestPassed))
 	g.Eventually(func() bool {
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tested-test"}, &corev1.Pod{})
@@ -274,11 +275,11 @@ func TestChartTestsGateAndRollBack(t *testing.T) {
 	g.Eventually(func() int32 { return deploymentReplicas(t, ns, "tested") }).WithTimeout(eventually).WithPolling(poll).Should(BeEquivalentTo(1))
 	setDeploymentStatus(t, ns, "tested", 1)
 	cur = expectReady(t, cr, "True", readiness.ReasonReady)
-	stalled := conditionOf(cur, ConditionStalled)
+	stalled := conditionOf(cur, readycontroller.ConditionStalled)
 	g.Expect(stalled).NotTo(BeNil())
-	g.Expect(stalled["reason"]).To(Equal(ReasonRolledBack))
+	g.Expect(stalled["reason"]).To(Equal(readycontroller.ReasonRolledBack))
 	g.Expect(stalled["message"]).To(ContainSubstring("revision 2 failed its tests (test tested-test of revision 2 failed"))
-	history := readHistory(nestedStatus(cur))
+	history := readycontroller.ReadHistory(nestedStatus(cur))
 	g.Expect(history[1].Test).To(Equal("failed"))
 	g.Expect(eventReasons(ctx, cr)).To(ContainElement(actionpath.ReasonTestFailed))
 }
@@ -301,15 +302,15 @@ func TestRemediationUninstallsAFirstInstall(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cur, err := getCR(ctx, k8s, cr)
 		g.Expect(err).NotTo(HaveOccurred())
-		stalled := conditionOf(cur, ConditionStalled)
+		stalled := conditionOf(cur, readycontroller.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled["reason"]).To(Equal(ReasonUninstalled))
+		g.Expect(stalled["reason"]).To(Equal(readycontroller.ReasonUninstalled))
 		failed := conditionOf(cur, "ReleaseFailed")
 		g.Expect(failed["status"]).To(Equal("True"))
-		g.Expect(failed["reason"]).To(Equal(ReasonUninstalled))
+		g.Expect(failed["reason"]).To(Equal(readycontroller.ReasonUninstalled))
 		g.Expect(failed["message"]).To(ContainSubstring("not installed again until it changes"))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
-	g.Expect(eventReasons(ctx, cr)).To(ContainElement(ReasonUninstalled))
+	g.Expect(eventReasons(ctx, cr)).To(ContainElement(readycontroller.ReasonUninstalled))
 	g.Consistently(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(BeEmpty())
 
 	// Asked again: installed anew, and Ready this time.
@@ -317,7 +318,7 @@ func TestRemediationUninstallsAFirstInstall(t *testing.T) {
 	g.Eventually(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(eventually).WithPolling(poll).Should(Equal([]int{1}))
 	setDeploymentStatus(t, ns, "dropped", 1)
 	cur := expectReady(t, cr, "True", readiness.ReasonReady)
-	g.Expect(conditionOf(cur, ConditionStalled)).To(BeNil())
+	g.Expect(conditionOf(cur, readycontroller.ConditionStalled)).To(BeNil())
 	g.Consistently(func() []int { return revisions(t, ns, "dropped") }).WithTimeout(12 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal([]int{1}))
 }
 

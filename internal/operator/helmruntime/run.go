@@ -20,6 +20,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/actionpath"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
@@ -109,8 +110,8 @@ type runtimeState struct {
 	dryRuns *prometheus.CounterVec
 	// remediations counts remediations by kind and action (remediation.go).
 	remediations *prometheus.CounterVec
-	// readyStates counts releases by readiness (readymetrics.go).
-	readyStates *readyStates
+	// readyStates counts releases by readiness (readycontroller.States).
+	readyStates *readycontroller.States
 	// shardID is the shard of this process (shard.ID), recorded on every
 	// revision it stores.
 	shardID string
@@ -131,7 +132,7 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		dryRuns = already.ExistingCollector.(*prometheus.CounterVec)
 	}
-	remediations := newRemediationMetric()
+	remediations := readycontroller.NewRemediationMetric()
 	if err := reg.Register(remediations); err != nil {
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) {
@@ -139,13 +140,13 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		remediations = already.ExistingCollector.(*prometheus.CounterVec)
 	}
-	states := newReadyStates()
+	states := readycontroller.NewStates()
 	if err := reg.Register(states); err != nil {
 		var already prometheus.AlreadyRegisteredError
 		if !errors.As(err, &already) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
-		states = already.ExistingCollector.(*readyStates)
+		states = already.ExistingCollector.(*readycontroller.States)
 	}
 	return &runtimeState{
 		managedIdentity: opts.ReleaseIdentity.Managed(),

@@ -10,7 +10,7 @@ import (
 // Status().Update of the reconciler's client. The runtime changes what is
 // written through that client, in this order:
 //
-//  1. the generation the status describes and Ready (readystatus.go);
+//  1. the generation the status describes and Ready (readycontroller.Tracker.StampStatus);
 //  2. a refusal of the ownership layer keeps its own reason on the
 //     conditions that report it (refusals.go);
 //  3. Secret values are redacted from the release manifest the status

@@ -19,7 +19,7 @@
 //     not: ImagePullBackOff and the image, CrashLoopBackOff, a failing
 //     readiness probe, an unbound claim.
 //
-// The runtime (internal/operator/helmruntime, ready.go) keeps each object's Health
+// The runtime (internal/operator/readycontroller) keeps each object's Health
 // in its informer cache, evaluates releases on health changes and writes
 // the Ready condition.
 package readiness

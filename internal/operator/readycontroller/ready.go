@@ -1,4 +1,4 @@
-package helmruntime
+package readycontroller
 
 import (
 	"context"
@@ -46,9 +46,9 @@ import (
 // The library writes Deployed, ReleaseFailed, Irreconcilable, Initialized
 // and Paused, and only when one of them changes. Ready and the
 // observedGeneration of every condition are the runtime's, written in two
-// places that share one judgement (readyTracker.verdict):
+// places that share one judgement (Tracker.verdict):
 //
-//   - every status write of the library goes through stampStatus,
+//   - every status write of the library goes through StampStatus,
 //     which stamps the generation it describes on status and on every
 //     condition and sets Ready (a failed release is ReleaseFailed at once);
 //   - the kind's readiness controller (this file) re-judges a release when
@@ -110,8 +110,8 @@ type readyEntry struct {
 	resourceVersion string
 }
 
-// readyTracker judges the releases of one kind and writes their Ready.
-type readyTracker struct {
+// Tracker judges the releases of one kind and writes their Ready.
+type Tracker struct {
 	gvk           schema.GroupVersionKind
 	clusterScoped bool
 	// concurrency is the kind's maxConcurrentReconciles: judging is mostly
@@ -147,28 +147,55 @@ type readyTracker struct {
 	watched map[schema.GroupVersionKind]bool
 }
 
-func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
-	return &readyTracker{
-		gvk:           k.watch.GVK,
-		clusterScoped: k.clusterScoped,
-		concurrency:   k.watch.MaxConcurrentReconciles,
+// Config is what the readiness controller of one kind needs.
+type Config struct {
+	GVK           schema.GroupVersionKind
+	ClusterScoped bool
+	// Concurrency is the kind's maxConcurrentReconciles.
+	Concurrency int
+	// ReleaseNamespace picks the namespace of a resource's release.
+	ReleaseNamespace func(client.Object) (string, error)
+	// Activity says whether an action on a release runs.
+	Activity *actionpath.Activity
+	// Writer patches the custom resources' status (the shard's client).
+	Writer   client.Client
+	Recorder record.EventRecorder
+	Log      logr.Logger
+	// Remediation is the kind's (watches.yaml); Remediations counts what
+	// was done (NewRemediationMetric).
+	Remediation  watchconfig.Remediation
+	Remediations *prometheus.CounterVec
+	// WakeReconciler asks the kind's reconciler to carry out a rollback
+	// or run the chart's tests.
+	WakeReconciler func(types.NamespacedName)
+	// TestResults are the outcomes of the chart tests the action path ran.
+	TestResults *actionpath.TestResults
+}
+
+// New returns the readiness controller of one kind; Setup adds it to mgr,
+// whose cache, API reader and REST mapper it reads.
+func New(c Config, mgr ctrl.Manager) *Tracker {
+	return &Tracker{
+		gvk:           c.GVK,
+		clusterScoped: c.ClusterScoped,
+		concurrency:   c.Concurrency,
 		releaseKey: func(o client.Object) string {
-			ns, _ := k.nsFor(o) // the mapper fails only for objects of no namespace and no default
+			ns, _ := c.ReleaseNamespace(o) // the mapper fails only for objects of no namespace and no default
 			return actionpath.ReleaseKey(ns, o.GetName())
 		},
-		activity:       k.rt.activity,
+		activity:       c.Activity,
 		cache:          mgr.GetCache(),
 		apiReader:      mgr.GetAPIReader(),
-		writer:         k.shardClient(mgr),
+		writer:         c.Writer,
 		mapper:         mgr.GetRESTMapper(),
-		recorder:       k.recorder,
+		recorder:       c.Recorder,
 		clock:          clock.RealClock{},
-		log:            k.log.WithName("readiness"),
+		log:            c.Log.WithName("readiness"),
 		wake:           make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024),
-		remediation:    k.watch.Remediation,
-		remediations:   k.rt.remediations,
-		wakeReconciler: k.wakeReconciler,
-		testResults:    k.testResults,
+		remediation:    c.Remediation,
+		remediations:   c.Remediations,
+		wakeReconciler: c.WakeReconciler,
+		testResults:    c.TestResults,
 		entries:        map[types.NamespacedName]*readyEntry{},
 		watched:        map[schema.GroupVersionKind]bool{},
 	}
@@ -178,7 +205,7 @@ func newReadyTracker(k *kindRuntime, mgr ctrl.Manager) *readyTracker {
 // the post-release hook (wake), by deletions of the custom resources (to
 // forget them) and, once a release has shown them, by health changes of
 // its objects.
-func (t *readyTracker) setup(mgr ctrl.Manager) error {
+func (t *Tracker) Setup(mgr ctrl.Manager) error {
 	c, err := controller.New(fmt.Sprintf("%s-readiness", strings.ToLower(t.gvk.Kind)), mgr, controller.Options{Reconciler: t, MaxConcurrentReconciles: t.concurrency})
 	if err != nil {
 		return fmt.Errorf("readiness controller for %s: %w", t.gvk.Kind, err)
@@ -205,7 +232,7 @@ func (t *readyTracker) setup(mgr ctrl.Manager) error {
 // Exec is the post-release hook: after every install, upgrade and drift
 // repair it records the release's objects and the resource's status, makes
 // sure the objects' kinds are watched, and wakes the readiness controller.
-func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
+func (t *Tracker) Exec(obj *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
 	refs, gvks := t.objectsOf(rel, log)
 	if err := t.watchKinds(gvks); err != nil {
 		return err
@@ -247,7 +274,7 @@ func (t *readyTracker) Exec(obj *unstructured.Unstructured, rel release.Release,
 // that just ended wrote them (the hook runs right after it), else the
 // release's own record of its last deployment (a release this process
 // sees for the first time after a restart).
-func (t *readyTracker) appliedAt(rel release.Release) time.Time {
+func (t *Tracker) appliedAt(rel release.Release) time.Time {
 	now := t.clock.Now()
 	if rel.Info == nil || now.Sub(rel.Info.LastDeployed.Time) < recentAction {
 		return now
@@ -270,7 +297,7 @@ func keyOnly(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructure
 
 // entryLocked returns the entry of key, a new one when there is none or it
 // belonged to an earlier resource of the same name.
-func (t *readyTracker) entryLocked(key types.NamespacedName, uid types.UID) *readyEntry {
+func (t *Tracker) entryLocked(key types.NamespacedName, uid types.UID) *readyEntry {
 	e := t.entries[key]
 	if e == nil || (uid != "" && e.uid != uid) {
 		e = &readyEntry{uid: uid}
@@ -281,7 +308,7 @@ func (t *readyTracker) entryLocked(key types.NamespacedName, uid types.UID) *rea
 
 // objectsOf lists the objects of rel's manifest, in the namespaces Helm
 // puts them in.
-func (t *readyTracker) objectsOf(rel release.Release, log logr.Logger) ([]readiness.Ref, []schema.GroupVersionKind) {
+func (t *Tracker) objectsOf(rel release.Release, log logr.Logger) ([]readiness.Ref, []schema.GroupVersionKind) {
 	var refs []readiness.Ref
 	var gvks []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
@@ -316,7 +343,7 @@ func (t *readyTracker) objectsOf(rel release.Release, log logr.Logger) ([]readin
 
 // watchKinds makes the readiness controller watch the health of objects
 // of the given kinds, once per kind.
-func (t *readyTracker) watchKinds(gvks []schema.GroupVersionKind) error {
+func (t *Tracker) watchKinds(gvks []schema.GroupVersionKind) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ctrl == nil {
@@ -351,7 +378,7 @@ var healthChanged = predicate.TypedFuncs[*unstructured.Unstructured]{
 // release holds it: its controller owner reference, or the owner
 // annotations the library sets where a reference cannot be (cluster-scoped
 // objects, other namespaces, kept objects).
-func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+func (t *Tracker) ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		if ref.Kind == t.gvk.Kind && ref.APIVersion == t.gvk.GroupVersion().String() {
 			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}
@@ -380,7 +407,7 @@ func (t *readyTracker) ownerOf(_ context.Context, obj *unstructured.Unstructured
 
 // Reconcile judges the release of one custom resource and patches its
 // Ready condition when the judgement changed.
-func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(t.gvk)
 	if err := t.cache.Get(ctx, req.NamespacedName, cr); apierrors.IsNotFound(err) {
@@ -442,7 +469,7 @@ func (t *readyTracker) Reconcile(ctx context.Context, req reconcile.Request) (re
 // judge returns the status e's release should have now (Ready, history,
 // Stalled and remediation), the Ready verdict, how long until the
 // revision's deadline, and a remediation decided now (remediation.go).
-func (t *readyTracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
+func (t *Tracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
 	policy := t.policyOf(obj)
 	v, testing := t.testVerdict(t.verdict(ctx, e, now), e, obj, policy)
 	status := t.statusWith(e, v, obj, now)
@@ -456,7 +483,7 @@ func (t *readyTracker) judge(ctx context.Context, e *readyEntry, obj client.Obje
 }
 
 // statusWith is e's status with Ready v, and its history.
-func (t *readyTracker) statusWith(e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
+func (t *Tracker) statusWith(e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
 	return withRemediation(withReady(e.status, v, e.generation, now), e.status, e, v, obj, now)
 }
 
@@ -467,7 +494,7 @@ func (t *readyTracker) statusWith(e *readyEntry, v readiness.Verdict, obj client
 // gone), while what the Pods of a stuck workload say (an image that
 // cannot be pulled, a Pod that cannot be scheduled) is written as soon as
 // they say it, during an upgrade as after an install.
-func (t *readyTracker) onlyMessageChanged(_ context.Context, e *readyEntry, obj client.Object, v readiness.Verdict, now time.Time) bool {
+func (t *Tracker) onlyMessageChanged(_ context.Context, e *readyEntry, obj client.Object, v readiness.Verdict, now time.Time) bool {
 	old := findCondition(e.status, ConditionReady)
 	if old == nil {
 		return false
@@ -505,7 +532,7 @@ func recheckAfter(st map[string]any, now time.Time) time.Duration {
 // resource changed since it was read; then it reads the resource again,
 // judges again and retries once. It returns the decision the written
 // status carries.
-func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName, e *readyEntry, obj client.Object, status map[string]any, v readiness.Verdict, d *decision) (*decision, error) {
+func (t *Tracker) patchStatus(ctx context.Context, key types.NamespacedName, e *readyEntry, obj client.Object, status map[string]any, v readiness.Verdict, d *decision) (*decision, error) {
 	for attempt := 0; ; attempt++ {
 		cr := keyOnly(t.gvk, key)
 		cr.SetResourceVersion(e.resourceVersion)
@@ -542,7 +569,7 @@ func (t *readyTracker) patchStatus(ctx context.Context, key types.NamespacedName
 
 // written records a status this process wrote (cr is the server's answer)
 // and reports a change of readiness as an Event.
-func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr *unstructured.Unstructured, v readiness.Verdict) {
+func (t *Tracker) written(key types.NamespacedName, before *readyEntry, cr *unstructured.Unstructured, v readiness.Verdict) {
 	wasReady := readyCondStatus(before.status, ConditionReady) == string(metav1.ConditionTrue)
 	// A spec edit makes a ready release progress; that is what the user
 	// asked for, not a warning. A release that stops being ready for the
@@ -567,7 +594,7 @@ func (t *readyTracker) written(key types.NamespacedName, before *readyEntry, cr 
 // verdict judges e's release now: by its conditions, then by the health of
 // its objects in the cache, with the Pods of workloads that are not ready
 // read from the API server once they had time to start.
-func (t *readyTracker) verdict(ctx context.Context, e *readyEntry, now time.Time) readiness.Verdict {
+func (t *Tracker) verdict(ctx context.Context, e *readyEntry, now time.Time) readiness.Verdict {
 	return readiness.Judge(e.release, now, func() readiness.Verdict {
 		observed := make([]readiness.Observed, 0, len(e.objects))
 		for _, ref := range e.objects {
@@ -584,7 +611,7 @@ func (t *readyTracker) verdict(ctx context.Context, e *readyEntry, now time.Time
 // health reads ref's health from the cache, or from the API server when
 // the cache does not hold its kind (objects outside the watched
 // namespaces).
-func (t *readyTracker) health(ctx context.Context, ref readiness.Ref) readiness.Health {
+func (t *Tracker) health(ctx context.Context, ref readiness.Ref) readiness.Health {
 	u := t.object(ref)
 	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	err := t.cache.Get(ctx, key, u)
@@ -607,7 +634,7 @@ func (t *readyTracker) health(ctx context.Context, ref readiness.Ref) readiness.
 }
 
 // object is an empty unstructured object of ref's kind.
-func (t *readyTracker) object(ref readiness.Ref) *unstructured.Unstructured {
+func (t *Tracker) object(ref readiness.Ref) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	gk := schema.GroupKind{Group: ref.Group, Kind: ref.Kind}
 	version := "v1"
@@ -628,7 +655,7 @@ var workloadKinds = map[schema.GroupKind]bool{
 
 // describePods reads a workload's Pods and the claims they mount and says
 // why they are not ready; "" for other kinds or when nothing explains it.
-func (t *readyTracker) describePods(ctx context.Context, ref readiness.Ref) string {
+func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref) string {
 	if !workloadKinds[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}] {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package helmruntime
+package readycontroller
 
 import (
 	"sync"
@@ -21,30 +21,30 @@ var releasesDesc = prometheus.NewDesc(
 	"Releases of this process's shard by kind and readiness: ready (Ready=True), failed (Ready=False with reason Failed or ReleaseFailed) or not_ready (any other Ready, paused included). Only the leader counts; other replicas report nothing.",
 	[]string{"kind", "readiness"}, nil)
 
-// readyStates is the collector of helmruntime_releases: it counts, when
+// States is the collector of helmruntime_releases: it counts, when
 // scraped, the Ready conditions the kinds' trackers last read or wrote.
 // It outlives the managers; each new manager's trackers replace the
 // previous ones.
-type readyStates struct {
+type States struct {
 	mu       sync.Mutex
-	trackers map[string]*readyTracker
+	trackers map[string]*Tracker
 }
 
-func newReadyStates() *readyStates { return &readyStates{trackers: map[string]*readyTracker{}} }
+func NewStates() *States { return &States{trackers: map[string]*Tracker{}} }
 
-func (s *readyStates) track(kind string, t *readyTracker) {
+func (s *States) Track(kind string, t *Tracker) {
 	s.mu.Lock()
 	s.trackers[kind] = t
 	s.mu.Unlock()
 }
 
 // Describe implements prometheus.Collector.
-func (s *readyStates) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
+func (s *States) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
 
 // Collect implements prometheus.Collector.
-func (s *readyStates) Collect(ch chan<- prometheus.Metric) {
+func (s *States) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
-	trackers := make(map[string]*readyTracker, len(s.trackers))
+	trackers := make(map[string]*Tracker, len(s.trackers))
 	for k, t := range s.trackers {
 		trackers[k] = t
 	}

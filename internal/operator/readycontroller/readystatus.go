@@ -1,4 +1,4 @@
-package helmruntime
+package readycontroller
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // stampStatus is the status edit that says which generation a status
 // the library writes describes, and sets Ready (statusclient.go). Once the
 // status is written, the tracker remembers what was written.
-func (t *readyTracker) stampStatus(ctx context.Context, obj client.Object) (written func()) {
+func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written func()) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GroupVersionKind() != t.gvk {
 		return nil

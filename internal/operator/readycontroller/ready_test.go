@@ -1,4 +1,4 @@
-package helmruntime
+package readycontroller
 
 import (
 	"testing"

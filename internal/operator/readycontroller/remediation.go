@@ -1,4 +1,4 @@
-package helmruntime
+package readycontroller
 
 import (
 	"fmt"
@@ -96,16 +96,16 @@ func revisionInfoOf(rel release.Release, appliedAt time.Time) revisionInfo {
 	return info
 }
 
-// newRemediationMetric counts the remediations of each kind by action.
-func newRemediationMetric() *prometheus.CounterVec {
+// NewRemediationMetric counts the remediations of each kind by action.
+func NewRemediationMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "platform_operator_remediations_total",
 		Help: "Revisions that did not become Ready within their deadline, by kind and by what was done: rollback, or none (reported Stalled and left as they were).",
 	}, []string{"kind", "action"})
 }
 
-// historyEntry is one revision of status.history.
-type historyEntry struct {
+// HistoryEntry is one revision of status.history.
+type HistoryEntry struct {
 	Revision     int    `json:"revision"`
 	ChartVersion string `json:"chartVersion,omitempty"`
 	// Digest is the first characters of the release's digest of chart and
@@ -121,16 +121,16 @@ type historyEntry struct {
 	Remediation string `json:"remediation,omitempty"`
 }
 
-// readHistory reads status.history, newest first.
-func readHistory(st map[string]any) []historyEntry {
+// ReadHistory reads status.history, newest first.
+func ReadHistory(st map[string]any) []HistoryEntry {
 	raw, _ := st["history"].([]any)
-	out := make([]historyEntry, 0, len(raw))
+	out := make([]HistoryEntry, 0, len(raw))
 	for _, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
 			continue
 		}
-		var h historyEntry
+		var h HistoryEntry
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &h); err == nil && h.Revision > 0 {
 			out = append(out, h)
 		}
@@ -139,7 +139,7 @@ func readHistory(st map[string]any) []historyEntry {
 }
 
 // historyValue is h's status form.
-func historyValue(h []historyEntry) []any {
+func historyValue(h []HistoryEntry) []any {
 	out := make([]any, 0, len(h))
 	for i := range h {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&h[i])
@@ -172,7 +172,7 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 	}
 	// Entries of known that st lacks are kept: a status written from an
 	// older copy must not drop a revision recorded since.
-	history := mergeHistory(readHistory(st), readHistory(known))
+	history := mergeHistory(ReadHistory(st), ReadHistory(known))
 	rec, hasRec := remediationOf(st)
 	if e.rev.revision > 0 && e.rev.revision == e.release.Revision {
 		i := sort.Search(len(history), func(i int) bool { return history[i].Revision <= e.rev.revision })
@@ -185,14 +185,14 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 			history = history[:i]
 		}
 		if i == len(history) || history[i].Revision != e.rev.revision {
-			h := historyEntry{Revision: e.rev.revision, ChartVersion: e.rev.chartVersion, Digest: shortDigest(e.rev.digest)}
+			h := HistoryEntry{Revision: e.rev.revision, ChartVersion: e.rev.chartVersion, Digest: shortDigest(e.rev.digest)}
 			if !e.rev.appliedAt.IsZero() {
 				h.AppliedAt = e.rev.appliedAt.UTC().Format(time.RFC3339)
 			}
 			if e.rev.rollbackTo > 0 {
 				h.Remediation = fmt.Sprintf("rollback to revision %d", e.rev.rollbackTo)
 			}
-			history = append(history[:i], append([]historyEntry{h}, history[i:]...)...)
+			history = append(history[:i], append([]HistoryEntry{h}, history[i:]...)...)
 		}
 		// A revision remediated for not becoming Ready is not judged
 		// again: what is judged after its rollback, before this process
@@ -239,8 +239,8 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 // (Ready, a test outcome, a remediation), and a's when they say as much
 // or were applied at different times (a number reused after an
 // uninstall: a is the newer).
-func mergeHistory(a, b []historyEntry) []historyEntry {
-	byRev := make(map[int]historyEntry, len(a)+len(b))
+func mergeHistory(a, b []HistoryEntry) []HistoryEntry {
+	byRev := make(map[int]HistoryEntry, len(a)+len(b))
 	for _, h := range a {
 		byRev[h.Revision] = h
 	}
@@ -263,7 +263,7 @@ func mergeHistory(a, b []historyEntry) []historyEntry {
 			byRev[h.Revision] = cur
 		}
 	}
-	out := make([]historyEntry, 0, len(byRev))
+	out := make([]HistoryEntry, 0, len(byRev))
 	for _, h := range byRev {
 		out = append(out, h)
 	}
@@ -384,8 +384,8 @@ func remediate(st map[string]any, e *readyEntry, v readiness.Verdict, obj client
 		Revision: r.Revision, Generation: e.generation, Retry: obj.GetAnnotations()[watchconfig.RetryAnnotation],
 		Action: actionpath.RemediationNone, At: now.UTC().Format(time.RFC3339),
 	}
-	var prev *historyEntry
-	for _, h := range readHistory(st) {
+	var prev *HistoryEntry
+	for _, h := range ReadHistory(st) {
 		if h.Revision < r.Revision {
 			prev = &h
 			break
@@ -450,7 +450,7 @@ func attempts(r actionpath.Remediation) string {
 // or obj asks for them and the chart has some: a release whose objects
 // are ready is not Ready until its tests passed (Testing while they are
 // to run, which the second result asks for; TestFailed when one failed).
-func (t *readyTracker) testVerdict(v readiness.Verdict, e *readyEntry, obj client.Object, policy watchconfig.Remediation) (readiness.Verdict, bool) {
+func (t *Tracker) testVerdict(v readiness.Verdict, e *readyEntry, obj client.Object, policy watchconfig.Remediation) (readiness.Verdict, bool) {
 	if !policy.Test || !v.Ready || e.rev.tests == 0 || e.rev.revision != e.release.Revision {
 		return v, false
 	}
@@ -473,7 +473,7 @@ func (t *readyTracker) testVerdict(v readiness.Verdict, e *readyEntry, obj clien
 
 // judgeAgain asks the readiness controller to judge obj again (a chart
 // test of it ended).
-func (t *readyTracker) judgeAgain(obj client.Object) {
+func (t *Tracker) JudgeAgain(obj client.Object) {
 	select {
 	case t.wake <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: keyOnly(t.gvk, client.ObjectKeyFromObject(obj))}:
 	default:
@@ -482,7 +482,7 @@ func (t *readyTracker) judgeAgain(obj client.Object) {
 
 // announce records the Event and the metric of a decision written (the
 // rollback's own Event comes from the action path when it is done).
-func (t *readyTracker) announce(obj client.Object, d *decision) {
+func (t *Tracker) announce(obj client.Object, d *decision) {
 	if d.fresh && t.remediations != nil {
 		t.remediations.WithLabelValues(t.gvk.Kind, d.rec.Action).Inc()
 	}
@@ -492,7 +492,7 @@ func (t *readyTracker) announce(obj client.Object, d *decision) {
 }
 
 // policyOf is obj's remediation: the kind's, with obj's annotations.
-func (t *readyTracker) policyOf(obj client.Object) watchconfig.Remediation {
+func (t *Tracker) policyOf(obj client.Object) watchconfig.Remediation {
 	p, _ := t.remediation.For(obj.GetAnnotations()) // the webhook refuses bad annotations; the kind's apply
 	return p
 }
