@@ -108,6 +108,11 @@ type readyEntry struct {
 	// process last read or wrote them.
 	status          map[string]any
 	resourceVersion string
+	// computed is the history and remediation this process last computed
+	// for the resource, written or not: a status write that loses a
+	// conflict must not lose what it recorded (a rollback's revision and
+	// RolledBackAs), since the next write may be of a later revision.
+	computed map[string]any
 }
 
 // Tracker judges the releases of one kind and writes their Ready.
@@ -297,6 +302,17 @@ func keyOnly(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructure
 
 // entryLocked returns the entry of key, a new one when there is none or it
 // belonged to an earlier resource of the same name.
+// remember keeps what a judgement computed (readyEntry.computed) in the
+// resource's entry, whether or not its write succeeds.
+func (t *Tracker) remember(key types.NamespacedName, uid types.UID, computed map[string]any) {
+	if computed == nil {
+		return
+	}
+	t.mu.Lock()
+	t.entryLocked(key, uid).computed = computed
+	t.mu.Unlock()
+}
+
 func (t *Tracker) entryLocked(key types.NamespacedName, uid types.UID) *readyEntry {
 	e := t.entries[key]
 	if e == nil || (uid != "" && e.uid != uid) {
@@ -444,6 +460,7 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	status, v, wait, d := t.judge(ctx, &snapshot, cr, now)
+	t.remember(req.NamespacedName, cr.GetUID(), snapshot.computed)
 	if !statusEqual(status, snapshot.status) && !t.onlyMessageChanged(ctx, &snapshot, cr, v, now) {
 		var err error
 		if d, err = t.patchStatus(ctx, req.NamespacedName, &snapshot, cr, status, v, d); err != nil {

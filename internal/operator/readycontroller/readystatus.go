@@ -38,6 +38,7 @@ func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written f
 	now := t.clock.Now()
 	v, _ := t.testVerdict(t.verdict(ctx, &e, now), &e, u, t.policyOf(u))
 	u.Object["status"] = withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
+	t.remember(key, u.GetUID(), e.computed)
 	return func() {
 		t.mu.Lock()
 		stored := t.entryLocked(key, u.GetUID())

@@ -172,8 +172,15 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 	}
 	// Entries of known that st lacks are kept: a status written from an
 	// older copy must not drop a revision recorded since.
-	history := mergeHistory(ReadHistory(st), ReadHistory(known))
+	// So are those this process computed last, whose write may have lost
+	// a conflict.
+	history := mergeHistory(mergeHistory(ReadHistory(st), ReadHistory(known)), ReadHistory(e.computed))
 	rec, hasRec := remediationOf(st)
+	if c, ok := remediationOf(e.computed); ok && hasRec && rec.RolledBackAs == 0 && c.RolledBackAs > 0 &&
+		c.Revision == rec.Revision && c.Generation == rec.Generation && c.At == rec.At {
+		rec.RolledBackAs = c.RolledBackAs
+		st[actionpath.StatusRemediation] = rec.Map()
+	}
 	if e.rev.revision > 0 && e.rev.revision == e.release.Revision {
 		i := sort.Search(len(history), func(i int) bool { return history[i].Revision <= e.rev.revision })
 		appliedAt := ""
@@ -230,6 +237,12 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 	}
 	if len(history) > 0 {
 		st["history"] = historyValue(history)
+	}
+	e.computed = map[string]any{}
+	for _, k := range []string{"history", actionpath.StatusRemediation} {
+		if st[k] != nil {
+			e.computed[k] = runtime.DeepCopyJSONValue(st[k])
+		}
 	}
 	return st
 }
