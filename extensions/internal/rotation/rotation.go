@@ -5,7 +5,7 @@
 // Design: the sidecar patches the workload, not the release. A
 // Deployment or StatefulSet that a resource of the operator owns and whose
 // Pods read Secrets or ConfigMaps that its release does not render gets
-// two annotations (package references): on its metadata the checksum of
+// two annotations (package workloadrefs): on its metadata the checksum of
 // the referenced data last seen, and on its Pod template the checksum the
 // Pods were last rolled for. When the data changes, both are updated in
 // one patch and the workload controller rolls the Pods once. No Helm

@@ -27,7 +27,7 @@ func NewScheme() *runtime.Scheme {
 // namespaces of the cache. opts should be completed (see Options.Complete);
 // ws are the watches the manager's reconcilers will serve (their custom
 // resources are cached whole, see cachefilter.CacheOptions, and only those of the
-// shard, see package shard). The manager logs refusals at info
+// shard, see managersetup.ParseShard). The manager logs refusals at info
 // (refusalsAtInfo).
 func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
 	o := opts.ManagerOptions(NewScheme())

@@ -29,7 +29,7 @@ import (
 // Run runs the operator until ctx is done: it loads the watches file named
 // by opts and runs one manager with a Helm reconciler per entry. When the
 // manager stops on its own (a lost leader lease, say) a new one is built
-// and started (see supervisor.Run).
+// and started (see managersetup.Supervise).
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err

@@ -9,7 +9,7 @@
 //     StatefulSets ready, PersistentVolumeClaims bound, Jobs complete,
 //     Namespaces active. No kind has a hand-written rule here; the one
 //     addition is a workload whose Pods read a Secret or ConfigMap that
-//     does not exist (references.MissingAnnotation, kept by the sidecar's
+//     does not exist (workloadrefs.MissingAnnotation, kept by the sidecar's
 //     rotation controller), which is InProgress and names it.
 //   - [Evaluate] turns the health of every object of a release into a
 //     [Verdict]: True when every object is Current, else False with reason
