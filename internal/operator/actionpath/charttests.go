@@ -66,7 +66,9 @@ type TestResult struct {
 
 // TestResults hands the outcomes of the chart tests this process ran to
 // the readiness controller, which judges them; OnResult, when set, is
-// called with the resource after each run.
+// called with the resource after each run. The readiness controller is
+// another controller, with reconciles of its own, so the outcomes are kept
+// by release, not in the record of the reconcile that ran the tests.
 type TestResults struct {
 	mu       sync.Mutex
 	results  map[string]TestResult

@@ -32,7 +32,7 @@ import (
 //     release record.
 //   - The refusal is terminal and reported as the ownership layer's are:
 //     a Warning Event with ReasonConfinement, the reason kept for the
-//     status writer (Refusals), the resource reconciled again when it
+//     status writer (refusals.go), the resource reconciled again when it
 //     changes or at its periodic resync, not retried with backoff.
 //   - Only the manifest passes the post-renderer; Helm hooks do not. The
 //     hooks of a dry-run upgrade, which writes nothing, are checked after
@@ -46,9 +46,9 @@ const ReasonConfinement = "OutsideNamespace"
 
 // confine is the layer that refuses a release that renders objects outside
 // what its kind's allowance lets it place (see above).
-func confine(log logr.Logger, recorder record.EventRecorder, refusals *Refusals, allow release.Confinement) func(context.Context, target, actionClient) actionClient {
+func confine(log logr.Logger, recorder record.EventRecorder, allow release.Confinement) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
-		return &confinedActionClient{actionClient: below, log: log, recorder: recorder, refusals: refusals, allow: allow, t: t}
+		return &confinedActionClient{actionClient: below, log: log, recorder: recorder, allow: allow, t: t}
 	}
 }
 
@@ -58,7 +58,6 @@ type confinedActionClient struct {
 	actionClient
 	log      logr.Logger
 	recorder record.EventRecorder
-	refusals *Refusals
 	allow    release.Confinement
 	t        target
 }
@@ -138,7 +137,7 @@ func (c *confinedActionClient) refused(err error) error {
 	c.log.Info("The release renders an object outside what its kind may place; not applying it",
 		"release", c.t.key(), "error", refusal.Error())
 	c.recorder.Event(c.t.obj, corev1.EventTypeWarning, ReasonConfinement, refusal.Error())
-	c.refusals.refused(c.t.obj.GetUID(), ReasonConfinement, refusal.Error())
+	refused(c.t.obj, ReasonConfinement, refusal.Error())
 	return terminal{refusal}
 }
 

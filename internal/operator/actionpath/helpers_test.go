@@ -36,7 +36,6 @@ func newTestKind(kind string) Kind {
 		Log:              logr.Discard(),
 		Recorder:         &record.FakeRecorder{}, // no channel: Events are dropped
 		ReleaseNamespace: watchconfig.ReleaseNamespaceMapper(false, ""),
-		Refusals:         NewRefusals(),
 		Activity:         NewActivity(clock.RealClock{}),
 		Charts:           &release.ChartDigests{},
 		DryRuns:          NewDryRunCounter(),

@@ -78,10 +78,10 @@ func (e terminal) Is(target error) bool {
 // ownership is the layer that keeps a release to its one owner: a
 // release of another resource, or one installed by hand, is never read,
 // changed or uninstalled by this resource's reconciles (see above).
-func ownership(log logr.Logger, recorder record.EventRecorder, apiReader client.Reader, refusals *Refusals, shardID string) func(context.Context, target, actionClient) actionClient {
+func ownership(log logr.Logger, recorder record.EventRecorder, apiReader client.Reader, shardID string) func(context.Context, target, actionClient) actionClient {
 	return func(ctx context.Context, t target, below actionClient) actionClient {
 		return &ownedActionClient{
-			actionClient: below, log: log, recorder: recorder, apiReader: apiReader, refusals: refusals, shardID: shardID,
+			actionClient: below, log: log, recorder: recorder, apiReader: apiReader, shardID: shardID,
 			ctx: ctx, obj: t.obj, owner: release.OwnerOf(t.obj), namespace: t.namespace,
 		}
 	}
@@ -95,7 +95,6 @@ type ownedActionClient struct {
 	log       logr.Logger
 	recorder  record.EventRecorder
 	apiReader client.Reader
-	refusals  *Refusals
 	shardID   string
 	ctx       context.Context
 	obj       client.Object
@@ -189,7 +188,7 @@ func (c *ownedActionClient) recordOwner(rel *hrelease.Release) *hrelease.Release
 func (c *ownedActionClient) refuse(conflict *release.ConflictError) error {
 	c.log.Info("Release belongs to another resource; not touching it", "release", c.namespace+"/"+conflict.Release, "error", conflict.Error())
 	c.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonReleaseNameConflict, conflict.Error())
-	c.refusals.refused(c.obj.GetUID(), ReasonReleaseNameConflict, conflict.Error())
+	refused(c.obj, ReasonReleaseNameConflict, conflict.Error())
 	return terminal{conflict}
 }
 
@@ -221,7 +220,7 @@ func (c *ownedActionClient) History(name string, opts ...helmclient.HistoryOptio
 func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*hrelease.Release, error) {
 	if invalid := release.CheckName(name, c.owner.GroupKind.Kind); invalid != nil {
 		c.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonInvalidReleaseName, invalid.Error())
-		c.refusals.refused(c.obj.GetUID(), ReasonInvalidReleaseName, invalid.Error())
+		refused(c.obj, ReasonInvalidReleaseName, invalid.Error())
 		return nil, terminal{invalid}
 	}
 	_, v, conflict, err := c.judgeLatest(name)
@@ -231,7 +230,7 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 	if v == foreign {
 		return nil, c.refuse(conflict)
 	}
-	c.refusals.forget(c.obj.GetUID())
+	proceeded(c.obj)
 	rel, err := c.actionClient.Install(name, namespace, chrt, vals, append(opts, labelInstall(c.revisionLabels()))...)
 	if claims.ImportRefused(err) {
 		err = c.explainClash(name, namespace, chrt, vals, err)
@@ -280,7 +279,7 @@ func (c *ownedActionClient) explainClash(name, namespace string, chrt *chart.Cha
 	}
 	c.log.Info("An object of the release belongs to another release; not installing", "release", namespace+"/"+name, "error", clash.Error())
 	c.recorder.Event(c.obj, corev1.EventTypeWarning, ReasonObjectConflict, clash.Error())
-	c.refusals.refused(c.obj.GetUID(), ReasonObjectConflict, clash.Error())
+	refused(c.obj, ReasonObjectConflict, clash.Error())
 	return terminal{clash}
 }
 
@@ -309,7 +308,7 @@ func (c *ownedActionClient) mayChange(name string) error {
 	if v == foreign {
 		return c.refuse(conflict)
 	}
-	c.refusals.forget(c.obj.GetUID())
+	proceeded(c.obj)
 	return nil
 }
 
@@ -332,7 +331,7 @@ func (c *ownedActionClient) Uninstall(name string, opts ...helmclient.UninstallO
 	if v == foreign {
 		c.log.Info("Release belongs to another resource; leaving it installed", "release", c.namespace+"/"+name, "owner", conflict.Error())
 	}
-	c.refusals.forget(c.obj.GetUID())
+	proceeded(c.obj)
 	if v != owned {
 		return nil, driver.ErrReleaseNotFound
 	}

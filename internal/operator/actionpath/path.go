@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -45,8 +46,6 @@ type Kind struct {
 	APIReader client.Reader
 	// ReleaseNamespace picks the namespace of a resource's release.
 	ReleaseNamespace helmclient.ObjectToStringMapper
-	// Refusals keeps the ownership layer's refusals for the status writer.
-	Refusals *Refusals
 	// Activity records this process's actions; it outlives each manager.
 	Activity *Activity
 	// Charts remembers the digest of each chart.
@@ -112,11 +111,11 @@ func Layers(k Kind) []Layer {
 		{"activity", k.Activity.track},
 		// A release another resource owns, or one installed by hand, is
 		// never touched (ownership.go).
-		{"ownership", ownership(k.Log, k.Recorder, k.APIReader, k.Refusals, k.ShardID)},
+		{"ownership", ownership(k.Log, k.Recorder, k.APIReader, k.ShardID)},
 		// A revision that did not become Ready in time is rolled back as
 		// the readiness controller decided, and the spec that broke it is
 		// not applied again until it changes (remediate.go).
-		{"remediation", remediations(k.Recorder, k.Activity, k.Refusals)},
+		{"remediation", remediations(k.Recorder, k.Activity)},
 		// The chart's tests run on a revision whose objects are ready,
 		// when the kind or the resource asks (charttests.go).
 		{"chart tests", chartTests(k.Remediation, k.Recorder, k.TestResults, k.Log)},
@@ -125,11 +124,11 @@ func Layers(k Kind) []Layer {
 		{"digest", digests(k.Charts, k.DryRuns, k.Kind, k.Log)},
 		// What a release renders lands only where the kind's allowance
 		// lets it: refused before Helm writes anything (confine.go).
-		{"confinement", confine(k.Log, k.Recorder, k.Refusals, k.Confinement)},
+		{"confinement", confine(k.Log, k.Recorder, k.Confinement)},
 		// A release whose record is larger than a Secret may hold is
 		// refused, an upgrade at its dry-run, an install by the storage
 		// before it sends the record (recordsize.go).
-		{"record size", recordSizes(k.Log, k.Recorder, k.Refusals)},
+		{"record size", recordSizes(k.Log, k.Recorder)},
 		// The release is read from storage once per reconcile; every write
 		// to storage forgets it (memo.go).
 		{"release memo", rememberRelease},
@@ -230,7 +229,7 @@ func stack(ctx context.Context, t target, lib helmclient.ActionInterface, layers
 	for i := len(layers) - 1; i >= 0; i-- {
 		ac = layers[i].Wrap(ctx, t, ac)
 	}
-	return splitDryRuns{ac}
+	return splitDryRuns{actionClient: ac, t: t}
 }
 
 // libraryClient is the bottom of the path: the library's action client, on
@@ -247,6 +246,20 @@ func (c libraryClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, 
 // splitDryRuns is the top of the path: what the library's reconciler calls.
 type splitDryRuns struct {
 	actionClient
+	t target
+}
+
+// Get reads a release. The latest revision of the resource's own release,
+// which the library reads before it asks for the values, goes into the
+// reconcile's record, as every layer judged it (a release another
+// resource owns is none): the values translator takes the stored values
+// from there instead of reading again.
+func (c splitDryRuns) Get(name string, opts ...helmclient.GetOption) (*hrelease.Release, error) {
+	rel, err := c.actionClient.Get(name, opts...)
+	if len(opts) == 0 && c.t.obj != nil && name == c.t.obj.GetName() {
+		reconcilerecord.Of(c.t.obj).ReadRelease(rel, err)
+	}
+	return rel, err
 }
 
 // Upgrade sends a dry-run upgrade to DryRunUpgrade, any other to Upgrade.

@@ -33,7 +33,7 @@ import (
 //     refused the same way.
 //   - The refusal is terminal and reported as the confinement layer's: a
 //     Warning Event with ReasonReleaseTooLarge, the reason kept for the
-//     status writer (Refusals), the resource reconciled again when it
+//     status writer (refusals.go), the resource reconciled again when it
 //     changes or at its periodic resync, not retried with backoff.
 
 // ReasonReleaseTooLarge is the reason of the Warning Event, and of the
@@ -43,9 +43,9 @@ const ReasonReleaseTooLarge = "ReleaseTooLarge"
 
 // recordSizes is the layer that refuses a release whose record is too
 // large (see above).
-func recordSizes(log logr.Logger, recorder record.EventRecorder, refusals *Refusals) func(context.Context, target, actionClient) actionClient {
+func recordSizes(log logr.Logger, recorder record.EventRecorder) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
-		return &recordSizeClient{actionClient: below, log: log, recorder: recorder, refusals: refusals, t: t}
+		return &recordSizeClient{actionClient: below, log: log, recorder: recorder, t: t}
 	}
 }
 
@@ -55,7 +55,6 @@ type recordSizeClient struct {
 	actionClient
 	log      logr.Logger
 	recorder record.EventRecorder
-	refusals *Refusals
 	t        target
 }
 
@@ -97,7 +96,7 @@ func (c *recordSizeClient) refused(name string, vals map[string]interface{}, err
 	c.log.Info("The release's record is larger than a Secret may hold; not applying it",
 		"release", c.t.key(), "size", tooLarge.Size, "error", tooLarge.Error())
 	c.recorder.Event(c.t.obj, corev1.EventTypeWarning, ReasonReleaseTooLarge, tooLarge.Error())
-	c.refusals.refused(c.t.obj.GetUID(), ReasonReleaseTooLarge, tooLarge.Error())
+	refused(c.t.obj, ReasonReleaseTooLarge, tooLarge.Error())
 	return terminal{tooLarge}
 }
 

@@ -1,64 +1,53 @@
 package actionpath
 
 import (
-	"sync"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 )
 
-// Refusals remembers the last refusal of the ownership, confinement or
-// record size layer per resource, so that the status the library writes
-// carries the refusal's reason (ReleaseNameConflict, InvalidReleaseName,
-// ObjectConflict, OutsideNamespace, ReleaseTooLarge) instead of its generic
-// InstallError and ReconcileError: the library sets reasons of its own and
-// takes only the message from an action's error. An entry lives until the
-// resource's next action goes ahead (or its deletion).
-type Refusals struct {
-	mu sync.Mutex
-	m  map[types.UID]refusal
+// A refusal of the ownership, confinement, remediation or record size
+// layer keeps its own reason (ReleaseNameConflict, InvalidReleaseName,
+// ObjectConflict, OutsideNamespace, Uninstalled, ReleaseTooLarge) on the
+// conditions that report it, instead of the library's generic InstallError
+// or ReconcileError: the library sets reasons of its own and takes only
+// the message from an action's error. The layer records the refusal in
+// the reconcile's record; the status writer, called with the same object
+// at the end of the reconcile, applies it (ApplyRefusal).
+
+// refused records a refusal in obj's reconcile record.
+func refused(obj client.Object, reason, message string) {
+	reconcilerecord.Of(obj).Refuse(reason, message)
 }
 
-type refusal struct{ reason, message string }
-
-// NewRefusals returns an empty store.
-func NewRefusals() *Refusals { return &Refusals{m: map[types.UID]refusal{}} }
-
-func (r *Refusals) refused(uid types.UID, reason, message string) {
-	r.mu.Lock()
-	r.m[uid] = refusal{reason: reason, message: message}
-	r.mu.Unlock()
+// proceeded records that an action went ahead: an earlier refusal of the
+// same reconcile no longer describes it.
+func proceeded(obj client.Object) {
+	reconcilerecord.Of(obj).Proceed()
 }
 
-func (r *Refusals) forget(uid types.UID) {
-	r.mu.Lock()
-	delete(r.m, uid)
-	r.mu.Unlock()
-}
-
-// Apply sets the refusal's reason on the True ReleaseFailed and
-// Irreconcilable conditions of obj whose message is the refusal's.
-func (r *Refusals) Apply(obj client.Object) {
+// ApplyRefusal sets the reason of the refusal obj's reconcile ended with on
+// the True ReleaseFailed and Irreconcilable conditions of obj whose message
+// is the refusal's.
+func ApplyRefusal(obj client.Object) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
-	r.mu.Lock()
-	ref, ok := r.m[obj.GetUID()]
-	r.mu.Unlock()
+	ref, ok := reconcilerecord.Of(obj).Refusal()
 	if !ok {
 		return
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]interface{})
-		if !ok || m["status"] != string(corev1.ConditionTrue) || m["message"] != ref.message {
+		if !ok || m["status"] != string(corev1.ConditionTrue) || m["message"] != ref.Message {
 			continue
 		}
 		if m["type"] == "ReleaseFailed" || m["type"] == "Irreconcilable" {
-			m["reason"] = ref.reason
+			m["reason"] = ref.Reason
 		}
 	}
 	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")

@@ -137,7 +137,7 @@ func (r Remediation) Holds(obj client.Object) bool {
 }
 
 // remediations is the layer.
-func remediations(recorder record.EventRecorder, activity *Activity, refusals *Refusals) func(context.Context, target, actionClient) actionClient {
+func remediations(recorder record.EventRecorder, activity *Activity) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		r, ok := ReadRemediation(t.obj)
 		if !ok || !r.SameSpec(t.obj) {
@@ -147,7 +147,7 @@ func remediations(recorder record.EventRecorder, activity *Activity, refusals *R
 		case RemediationRollback:
 			return &remediatingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
 		case RemediationUninstall:
-			return &uninstallingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity, refusals: refusals}
+			return &uninstallingClient{actionClient: below, t: t, r: r, recorder: recorder, activity: activity}
 		}
 		return below
 	}
@@ -161,7 +161,6 @@ type uninstallingClient struct {
 	r        Remediation
 	recorder record.EventRecorder
 	activity *Activity
-	refusals *Refusals
 }
 
 // DryRunUpgrade uninstalls the release when its current revision is the
@@ -195,9 +194,7 @@ func (c *uninstallingClient) notAgain() string {
 // held is the terminal refusal, with its reason for the status writer.
 func (c *uninstallingClient) held() error {
 	msg := fmt.Sprintf("%s; uninstalled. %s", c.r.Message, c.notAgain())
-	if c.refusals != nil {
-		c.refusals.refused(c.t.obj.GetUID(), ReasonUninstalled, msg)
-	}
+	refused(c.t.obj, ReasonUninstalled, msg)
 	return terminal{&HeldError{Message: msg}}
 }
 

@@ -30,7 +30,6 @@ import (
 
 	"github.com/acme/platform-operator/internal/operator/claims"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
-	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 	"github.com/acme/platform-operator/internal/operator/workloadrefs"
@@ -120,13 +119,12 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 		if err != nil {
 			return nil, fmt.Errorf("selector of %s: %w", rw.GVK, err)
 		}
-		gvs, err := manifest.CompileGeneratedValues(rw.Chart)
+		vals, err := rw.Values()
 		if err != nil {
-			return nil, fmt.Errorf("generated values of %s: %w", rw.ChartPath, err)
+			return nil, err
 		}
 		k := &checkedKind{
-			watch: rw, selector: sel, clusterScoped: clusterScoped, chart: release.DigestChart(rw.Chart),
-			values: release.Values{Chart: rw.Chart, Overrides: rw.OverrideValues, Images: rw.ImageDefaults, Generated: gvs},
+			watch: rw, selector: sel, clusterScoped: clusterScoped, chart: release.DigestChart(rw.Chart), values: vals,
 		}
 		if clusterScoped {
 			k.releaseNamespace = releaseNamespace

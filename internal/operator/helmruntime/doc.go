@@ -26,7 +26,7 @@
 // resource's status shows (redact.go); values a chart declares in
 // Chart.yaml under manifest.GeneratedValuesAnnotation (passwords) are
 // generated once and then passed from the stored release to every later
-// dry-run and upgrade (generated.go), so they never change and idle
+// dry-run and upgrade (values.go), so they never change and idle
 // reconciles create no revision; and objects kept by helm.sh/resource-policy:
 // keep are watched (keepwatch.go).
 //

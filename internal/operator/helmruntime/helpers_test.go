@@ -52,7 +52,6 @@ func newTestKind(kind string) *kindRuntime {
 		nsFor:    watchconfig.ReleaseNamespaceMapper(false, ""),
 		recorder: &record.FakeRecorder{}, // no channel: Events are dropped
 		log:      logr.Discard(),
-		refusals: actionpath.NewRefusals(),
 	}
 }
 
@@ -74,7 +73,6 @@ func (k *kindRuntime) libraryPath(cfg *rest.Config, mapper meta.RESTMapper, laye
 		Log:              k.log,
 		Recorder:         k.recorder,
 		ReleaseNamespace: k.nsFor,
-		Refusals:         k.refusals,
 		Activity:         k.rt.activity,
 		Charts:           &release.ChartDigests{},
 		DryRuns:          k.rt.dryRuns,

@@ -8,7 +8,6 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
-	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,8 +38,6 @@ type kindRuntime struct {
 	// recorder records Events as the library's controller does.
 	recorder record.EventRecorder
 	log      logr.Logger
-	// refusals carries the ownership layer's refusals to the status writer.
-	refusals *actionpath.Refusals
 	// ready judges the releases and writes Ready (package readycontroller).
 	ready *readycontroller.Tracker
 	// remediate wakes the kind's reconciler for a rollback the readiness
@@ -85,7 +82,6 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		nsFor:         watchconfig.ReleaseNamespaceMapper(clusterScoped, rt.opts.ReleaseNamespace),
 		recorder:      mgr.GetEventRecorderFor(controllerName),
 		log:           rt.log.WithValues("kind", rw.GVK.Kind),
-		refusals:      actionpath.NewRefusals(),
 		remediate:     make(chan event.GenericEvent, 1024),
 		testResults:   actionpath.NewTestResults(),
 	}
@@ -126,7 +122,6 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Status:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		ReleaseNamespace: k.nsFor,
-		Refusals:         k.refusals,
 		Activity:         rt.activity,
 		Charts:           &release.ChartDigests{},
 		DryRuns:          rt.dryRuns,
@@ -174,10 +169,10 @@ func (k *kindRuntime) libraryRecorder() record.EventRecorder {
 //     reasons of the ownership layer and no Secret value
 //     (statusclient.go); adding the library's finalizer drops
 //     operator-sdk's (sdkcompat.go);
-//   - values the chart declares as generated are generated once and then
-//     kept for the life of the release (generated.go);
-//   - image blocks a spec leaves unset run the operator's default images
-//     (images.go);
+//   - a spec's values are computed as the admission check computes them:
+//     values the chart declares as generated are generated once and then
+//     kept for the life of the release, image blocks a spec leaves unset
+//     run the operator's default images (values.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
@@ -215,27 +210,18 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.StampStatus, refusalReasons(k.refusals), redactSecrets)),
+		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.StampStatus, refusalReasons, redactSecrets)),
 		reconciler.WithPostHook(k.ready),
 		reconciler.WithControllerSetupFunc(k.remediationWatch),
 	)
-	translator, err := newGeneratedValuesTranslator(rw.Chart, acg, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("generated-values"))
+	vals, err := rw.Values()
 	if err != nil {
 		return nil, err
 	}
-	var tr values.Translator
-	if translator != nil {
-		// The post hook records the translation's Events once a release
-		// keeps its values.
-		tr = translator
-		opts = append(opts, reconciler.WithPostHook(translator))
-	}
-	if len(rw.ImageDefaults) > 0 {
-		tr = imageDefaultsTranslator{next: tr, images: rw.ImageDefaults}
-	}
-	if tr != nil {
-		opts = append(opts, reconciler.WithValueTranslator(tr))
-	}
+	// The post hook records the translation's Events once a release keeps
+	// its values.
+	translator := newValuesTranslator(vals, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("values"))
+	opts = append(opts, reconciler.WithValueTranslator(translator), reconciler.WithPostHook(translator))
 	if rw.WatchDependentResources {
 		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())
 		opts = append(opts, reconciler.WithControllerSetupFunc(w.setController), reconciler.WithPostHook(w))

@@ -24,12 +24,10 @@ import (
 )
 
 // refusalReasons is the status edit that gives the conditions reporting a
-// refusal of the ownership layer that refusal's reason (statusclient.go).
-func refusalReasons(r *actionpath.Refusals) statusEdit {
-	return func(_ context.Context, obj client.Object) func() {
-		r.Apply(obj)
-		return nil
-	}
+// refusal of the action path that refusal's reason (statusclient.go).
+func refusalReasons(_ context.Context, obj client.Object) func() {
+	actionpath.ApplyRefusal(obj)
+	return nil
 }
 
 // refusalsAtInfo returns l logging terminal errors at info, without a

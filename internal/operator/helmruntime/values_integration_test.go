@@ -14,12 +14,12 @@ import (
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
-// TestReconcilerValuesAreReleaseValues pins the reconciler's values to the
-// one rule the admission check calls, release.Values.Compute: the library
-// sets the override values, the runtime's translator fills the generated
-// values, the library coalesces with the chart's defaults. Each release
-// must have been installed with exactly what Compute returns for its spec
-// (the generated value taken from the release), so the webhook renders
+// TestReconcilerValuesAreReleaseValues: each release is installed with
+// exactly what release.Values.Compute, which the admission check calls,
+// returns for its spec (the generated value taken from the release). The
+// runtime's translator calls the same chain of steps; the library sets the
+// override values before it and coalesces with the chart's defaults after
+// it, and this shows that neither changes a value, so the webhook renders
 // what the reconciler will. The runtime's image defaults are part of it.
 func TestReconcilerValuesAreReleaseValues(t *testing.T) {
 	k8s := requireEnv(t)

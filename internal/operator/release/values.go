@@ -26,21 +26,35 @@ type Values struct {
 // Fill returns the value of a generated value the spec leaves empty.
 type Fill func(manifest.CompiledValue) (string, error)
 
-// Compute returns the values a release of spec is rendered with, in the
-// reconciler's three steps:
-//
-//  1. the override values are set on a copy of the spec
-//     (ApplyOverrides; the library does this on the custom resource);
-//  2. every generated value the spec leaves empty is filled by fill
-//     (FillGenerated; the runtime's values translator does this, filling
-//     from the stored release, a kept Secret or crypto/rand), and every
-//     image block the spec leaves unset gets the operator's default
-//     image (ApplyImageDefaults; the same translator);
-//  3. the result is coalesced with the chart's defaults (the library).
-//
-// The admission check calls Compute itself; the reconciler's steps are
-// pinned to it by a test of the runtime.
+// Compute returns the values a release of spec is rendered with: the
+// chart's defaults under what Translate returns for spec. The admission
+// check calls it; the runtime's values translator calls Translate, and
+// the library's reconciler does the first and last steps around it (see
+// Translate), so both render with one chain of steps.
 func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Values, error) {
+	vals, err := v.Translate(spec, fill)
+	if err != nil {
+		return nil, err
+	}
+	return chartutil.CoalesceValues(v.Chart, vals)
+}
+
+// Translate returns the values of spec before the chart's defaults, on a
+// copy of spec, in three steps:
+//
+//  1. the override values are set (ApplyOverrides);
+//  2. every generated value the spec leaves empty is filled by fill
+//     (FillGenerated; the runtime fills from the stored release, a kept
+//     Secret or crypto/rand, the admission check with placeholders);
+//  3. every image block the spec leaves unset gets the operator's
+//     default image (ApplyImageDefaults).
+//
+// A spec of nil is an empty one. The library's reconciler sets the
+// override values on the custom resource before it calls the runtime's
+// translator, and coalesces what the translator returns with the chart's
+// defaults: setting the same overrides again changes nothing, so the
+// reconciler's values are Compute's.
+func (v Values) Translate(spec map[string]interface{}, fill Fill) (map[string]interface{}, error) {
 	vals := runtime.DeepCopyJSON(spec)
 	if vals == nil {
 		vals = map[string]interface{}{}
@@ -54,7 +68,7 @@ func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Value
 	if err := ApplyImageDefaults(vals, v.Images); err != nil {
 		return nil, err
 	}
-	return chartutil.CoalesceValues(v.Chart, vals)
+	return vals, nil
 }
 
 // ApplyOverrides sets the override values ("a.b.c": value, environment

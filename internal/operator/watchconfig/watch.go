@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/release"
 )
 
@@ -174,4 +175,16 @@ func CheckSettings(s WatchDefaults, names SettingNames) []error {
 		errs = append(errs, fmt.Errorf("%s must not be negative, got %d", names.MaxReleaseHistory, s.MaxReleaseHistory))
 	}
 	return errs
+}
+
+// Values returns the inputs of the watch's chart values besides a spec:
+// its chart, override values, image defaults and the values the chart
+// declares as generated. The runtime and the admission check compute a
+// release's values from it alike.
+func (rw ResolvedWatch) Values() (release.Values, error) {
+	gvs, err := manifest.CompileGeneratedValues(rw.Chart)
+	if err != nil {
+		return release.Values{}, fmt.Errorf("generated values of %s: %w", rw.ChartPath, err)
+	}
+	return release.Values{Chart: rw.Chart, Overrides: rw.OverrideValues, Images: rw.ImageDefaults, Generated: gvs}, nil
 }

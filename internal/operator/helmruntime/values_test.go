@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -16,11 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/operator/manifest"
+	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -41,27 +40,10 @@ func TestRandomString(t *testing.T) {
 	}
 }
 
-// Stand-ins for the translator's collaborators: the Helm release store and
-// a Secret reader. They stand in for plain reads, not for anything the API
-// server enforces; the integration and e2e tests run the real ones.
-
-type releaseGetter struct {
-	helmclient.ActionInterface // nil: only Get is used
-	rel                        *hrelease.Release
-	err                        error
-	calls                      *int
-}
-
-func (r releaseGetter) Get(string, ...helmclient.GetOption) (*hrelease.Release, error) {
-	*r.calls++
-	return r.rel, r.err
-}
-
-type releaseGetterFactory struct{ ac releaseGetter }
-
-func (f releaseGetterFactory) ActionClientFor(context.Context, client.Object) (helmclient.ActionInterface, error) {
-	return f.ac, nil
-}
+// A stand-in for the translator's Secret reader. It stands in for plain
+// reads, not for anything the API server enforces; the integration and e2e
+// tests run the real one. The release store is the reconcile's record,
+// where the action path puts what it read.
 
 type secretReader struct {
 	client.Reader // nil: only Get is used
@@ -77,7 +59,7 @@ func (r secretReader) Get(_ context.Context, key client.ObjectKey, obj client.Ob
 	return nil
 }
 
-func TestGeneratedValuesTranslator(t *testing.T) {
+func TestValuesTranslator(t *testing.T) {
 	const generated = "GENERATEDgeneratedGENERATED12345"
 	decl := "- path: database.auth.password\n  secret: {name: '{{ .Release.Name }}-db', key: password}"
 	kept := &corev1.Secret{Data: map[string][]byte{"password": []byte("keptKEPTkeptKEPTkeptKEPTkeptKEPT")}}
@@ -90,98 +72,97 @@ func TestGeneratedValuesTranslator(t *testing.T) {
 		name string
 		// spec of the custom resource
 		spec map[string]interface{}
-		// rel and relErr are what the release store answers
+		// rel and relErr are what the reconcile read of the release;
+		// unread: it read nothing
 		rel    *hrelease.Release
 		relErr error
+		unread bool
 		// secret, when set, exists as "web-db"
 		secret *corev1.Secret
 		// want is the password the chart gets, wantEvent the reason of the
-		// event ("" for none), wantReleaseReads how often the store is read
-		want             string
-		wantEvent        string
-		wantReleaseReads int
-		wantErr          string
+		// event ("" for none)
+		want      string
+		wantEvent string
+		wantErr   string
 	}{
 		{
 			// The user set the value (plain helm style): used as is, the
-			// release store is not even read.
+			// release is not even looked at.
 			name: "set by the user", spec: map[string]interface{}{"database": map[string]interface{}{"auth": map[string]interface{}{"password": "mine"}}},
 			want: "mine",
 		},
 		{
 			// Every later reconcile: the value of the deployed release.
 			name: "from the release", spec: map[string]interface{}{}, rel: storedRelease, secret: kept,
-			want: "storedSTOREDstoredSTOREDstored12", wantReleaseReads: 1,
+			want: "storedSTOREDstoredSTOREDstored12",
 		},
 		{
 			// No release yet but a kept Secret of an earlier release of the
 			// same name: its value, reported as recovered.
 			name: "from a kept Secret", spec: map[string]interface{}{"database": map[string]interface{}{"name": "app"}}, relErr: driver.ErrReleaseNotFound, secret: kept,
-			want: "keptKEPTkeptKEPTkeptKEPTkeptKEPT", wantEvent: ReasonValueRecovered, wantReleaseReads: 1,
+			want: "keptKEPTkeptKEPTkeptKEPTkeptKEPT", wantEvent: ReasonValueRecovered,
 		},
 		{
 			// A release whose values lack it (say, installed before the chart
 			// declared it) also falls back to the Secret.
 			name: "release without the value", spec: map[string]interface{}{}, rel: &hrelease.Release{Config: map[string]interface{}{}}, secret: kept,
-			want: "keptKEPTkeptKEPTkeptKEPTkeptKEPT", wantEvent: ReasonValueRecovered, wantReleaseReads: 1,
+			want: "keptKEPTkeptKEPTkeptKEPTkeptKEPT", wantEvent: ReasonValueRecovered,
 		},
 		{
 			// First install: generated, reported without the value.
 			name: "generated", spec: map[string]interface{}{}, relErr: driver.ErrReleaseNotFound,
-			want: generated, wantEvent: ReasonValueGenerated, wantReleaseReads: 1,
+			want: generated, wantEvent: ReasonValueGenerated,
 		},
 		{
 			// A Secret without the key does not count.
 			name: "kept Secret without the key", spec: map[string]interface{}{}, relErr: driver.ErrReleaseNotFound, secret: emptyKept,
-			want: generated, wantEvent: ReasonValueGenerated, wantReleaseReads: 1,
+			want: generated, wantEvent: ReasonValueGenerated,
 		},
 		{
 			// A store that cannot be read is an error, never a new value.
 			name: "release store error", spec: map[string]interface{}{}, relErr: errors.New("etcd is down"),
-			wantErr: "etcd is down", wantReleaseReads: 1,
+			wantErr: "etcd is down",
+		},
+		{
+			// A release the reconcile did not read is an error, never a
+			// new value.
+			name: "release not read", spec: map[string]interface{}{}, unread: true,
+			wantErr: "was not read",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			gvs, err := manifest.CompileGeneratedValues(chartWithAnnotation(decl))
-			g.Expect(err).NotTo(HaveOccurred())
-			reads := 0
 			secrets := map[client.ObjectKey]*corev1.Secret{}
 			if tc.secret != nil {
 				secrets[client.ObjectKey{Namespace: "ns", Name: "web-db"}] = tc.secret
 			}
 			recorder := record.NewFakeRecorder(10)
-			tr := &generatedValuesTranslator{
-				values:   gvs,
-				acg:      releaseGetterFactory{releaseGetter{rel: tc.rel, err: tc.relErr, calls: &reads}},
-				nsFor:    watchconfig.ReleaseNamespaceMapper(false, ""),
-				reader:   secretReader{secrets: secrets},
-				recorder: recorder,
-				log:      logr.Discard(),
-				random:   func(n int) (string, error) { return generated[:n], nil },
-				pending:  map[types.UID][]pendingEvent{},
-			}
+			vals, err := watchconfig.ResolvedWatch{Chart: chartWithAnnotation(decl)}.Values()
+			g.Expect(err).NotTo(HaveOccurred())
+			tr := newValuesTranslator(vals, watchconfig.ReleaseNamespaceMapper(false, ""), secretReader{secrets: secrets}, recorder, logr.Discard())
+			tr.random = func(n int) (string, error) { return generated[:n], nil }
 			obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": tc.spec}}
 			obj.SetNamespace("ns")
 			obj.SetName("web")
 			obj.SetUID("uid-web")
+			if !tc.unread {
+				reconcilerecord.Of(obj).ReadRelease(tc.rel, tc.relErr)
+			}
 			before := obj.DeepCopy()
 
 			// A failed install: translated, never kept. It records
 			// nothing, and its retry does not add a second claim.
 			_, _ = tr.Translate(context.Background(), obj)
 			g.Expect(recorder.Events).To(BeEmpty(), "no Event before a release keeps the values")
-			reads = 0
-			vals, err := tr.Translate(context.Background(), obj)
-			g.Expect(reads).To(Equal(tc.wantReleaseReads))
+			got, err := tr.Translate(context.Background(), obj)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			got, _ := release.NestedString(vals, []string{"database", "auth", "password"})
-			g.Expect(got).To(Equal(tc.want))
+			password, _ := release.NestedString(got, []string{"database", "auth", "password"})
+			g.Expect(password).To(Equal(tc.want))
 			g.Expect(obj).To(Equal(before), "the custom resource must not change")
 
 			// The reconcile succeeded: the post hook records the Events.
