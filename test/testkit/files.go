@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,4 +80,22 @@ func ShellLines(t testing.TB, file string, n int) []string {
 		}
 	}
 	return lines
+}
+
+// Changed lists the files whose content differs between two snapshots,
+// a file gone from after marked "(removed)".
+func Changed(before, after map[string]string) []string {
+	var out []string
+	for name, data := range after {
+		if old, ok := before[name]; !ok || old != data {
+			out = append(out, name)
+		}
+	}
+	for name := range before {
+		if _, ok := after[name]; !ok {
+			out = append(out, name+" (removed)")
+		}
+	}
+	slices.Sort(out)
+	return out
 }

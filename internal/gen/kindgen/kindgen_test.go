@@ -2,7 +2,6 @@ package kindgen
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,52 +14,19 @@ import (
 	"github.com/acme/platform-operator/test/testkit"
 )
 
-func snapshot(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		out[filepath.ToSlash(rel)] = data
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func changed(before, after map[string][]byte) []string {
-	var out []string
-	for name, data := range after {
-		if !bytes.Equal(before[name], data) {
-			out = append(out, name)
-		}
-	}
-	for name := range before {
-		if _, ok := after[name]; !ok {
-			out = append(out, name+" (removed)")
-		}
-	}
-	return out
-}
-
 func TestRunOnHelmCreateStarter(t *testing.T) {
 	root := t.TempDir()
 	testkit.CopyTree(t, filepath.Join("..", "..", ".."), root, Files...)
 	if _, err := chartutil.Create("podinfo", filepath.Join(root, "helm-charts")); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, root)
+	before := testkit.Snapshot(t, root, ".")
 	var log strings.Builder
 	o := Options{Root: root, Chart: "helm-charts/podinfo", Group: "demo.acme.com", Kind: "Podinfo", Log: &log}
 	if err := Run(o); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	after := snapshot(t, root)
+	after := testkit.Snapshot(t, root, ".")
 	want := []string{
 		"PROJECT", "watches.yaml", "helm-charts/podinfo/values.schema.json",
 		"config/crd/kinds.yaml", "config/crd/kustomization.yaml", "config/crd/bases/demo.acme.com_podinfos.yaml",
@@ -69,7 +35,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/release_deployer_role.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
 	}
-	got := changed(before, after)
+	got := testkit.Changed(before, after)
 	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
 		t.Errorf("changed files:\n%s\nwant:\n%s", strings.Join(slices.Sorted(slices.Values(got)), "\n"), strings.Join(slices.Sorted(slices.Values(want)), "\n"))
 	}
@@ -84,13 +50,13 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if k.Kind != "Podinfo" || k.NameLimit.MaxLength != 53 || !*k.NameLimit.DNS1035Label {
 		t.Errorf("kinds.yaml entry %+v, nameLimit %+v", k, *k.NameLimit)
 	}
-	role := string(after["config/rbac/role.yaml"])
+	role := after["config/rbac/role.yaml"]
 	for _, rule := range []string{"resources: [podinfos]", "resources: [podinfos/status]", "deployments (Nginx, Podinfo, WebApp)", "serviceaccounts (NamespaceTenant)"} {
 		if !strings.Contains(role, rule) {
 			t.Errorf("role.yaml lacks %q", rule)
 		}
 	}
-	deployer := string(after["config/rbac/release_deployer_role.yaml"])
+	deployer := after["config/rbac/release_deployer_role.yaml"]
 	if !strings.Contains(deployer, "deployments (Nginx, Podinfo, WebApp)") {
 		t.Errorf("release_deployer_role.yaml lacks the new kind's Deployments:\n%s", deployer)
 	}
@@ -99,7 +65,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if !strings.Contains(deployer, "pods (Nginx, Podinfo)") {
 		t.Errorf("release_deployer_role.yaml does not grant the starter's test hook Pod")
 	}
-	if !bytes.Contains(after["config/manifests/bases/platform-operator.clusterserviceversion.yaml"], []byte("name: podinfos.demo.acme.com")) {
+	if !strings.Contains(after["config/manifests/bases/platform-operator.clusterserviceversion.yaml"], "name: podinfos.demo.acme.com") {
 		t.Errorf("the CSV does not own podinfos.demo.acme.com")
 	}
 
@@ -107,7 +73,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if err := Run(o); err != nil {
 		t.Fatal(err)
 	}
-	if c := changed(after, snapshot(t, root)); len(c) > 0 {
+	if c := testkit.Changed(after, testkit.Snapshot(t, root, ".")); len(c) > 0 {
 		t.Errorf("a second run changed %q", c)
 	}
 
@@ -124,12 +90,12 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if err := os.WriteFile(kindsFile, kd, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mid := snapshot(t, root)
+	mid := testkit.Snapshot(t, root, ".")
 	if err := Run(o); err != nil {
 		t.Fatal(err)
 	}
-	final := snapshot(t, root)
-	got = changed(mid, final)
+	final := testkit.Snapshot(t, root, ".")
+	got = testkit.Changed(mid, final)
 	want = []string{
 		"helm-charts/podinfo/values.schema.json", "config/crd/bases/demo.acme.com_podinfos.yaml",
 		"config/samples/demo_v1alpha1_podinfo.yaml",
@@ -138,10 +104,10 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
 		t.Errorf("after a chart change, changed files:\n%s\nwant:\n%s", strings.Join(slices.Sorted(slices.Values(got)), "\n"), strings.Join(slices.Sorted(slices.Values(want)), "\n"))
 	}
-	if !bytes.Contains(final["config/crd/kinds.yaml"], []byte("Podinfo, as we say,")) {
+	if !strings.Contains(final["config/crd/kinds.yaml"], "Podinfo, as we say,") {
 		t.Errorf("the hand-edited description was lost")
 	}
-	if !bytes.Contains(final["config/crd/bases/demo.acme.com_podinfos.yaml"], []byte("greetings:")) {
+	if !strings.Contains(final["config/crd/bases/demo.acme.com_podinfos.yaml"], "greetings:") {
 		t.Errorf("the CRD lacks the new value")
 	}
 }
@@ -183,13 +149,13 @@ func TestRunThatFailsChangesNothing(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{{ fail "this chart does not render" }}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, root)
+	before := testkit.Snapshot(t, root, ".")
 	var log strings.Builder
 	err := Run(Options{Root: root, Chart: "helm-charts/broken", Group: "demo.acme.com", Kind: "Broken", Log: &log})
 	if err == nil || !strings.Contains(err.Error(), "this chart does not render") || !strings.Contains(err.Error(), "no file was changed") {
 		t.Fatalf("got %v, want the render error and that no file was changed", err)
 	}
-	if got := changed(before, snapshot(t, root)); len(got) > 0 {
+	if got := testkit.Changed(before, testkit.Snapshot(t, root, ".")); len(got) > 0 {
 		t.Errorf("a failed run changed %s", strings.Join(got, ", "))
 	}
 	if log.Len() > 0 {

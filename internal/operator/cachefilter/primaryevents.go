@@ -39,7 +39,7 @@ import (
 //     its deletion, and every event of other Secrets pass;
 //   - of every other kind (the release's objects, which the library's
 //     dependent watches follow): an update that reports a write of the
-//     kind's own upgrade or rollback does not pass (helmconfig.OwnWrites).
+//     kind's own upgrade or rollback does not pass (helmconfig.Updates).
 //     Helm patches the objects whose rendering changed, and each patch
 //     came back as a reconcile that read the resource, the release and
 //     every object of it to find nothing to repair. An update of a
@@ -103,7 +103,7 @@ type primaryEventsManager struct {
 	cache cache.Cache
 }
 
-func WithPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind, ownWrites *helmconfig.OwnWrites) ctrl.Manager {
+func WithPrimaryEventFilter(mgr ctrl.Manager, gvk schema.GroupVersionKind, ownWrites *helmconfig.Updates) ctrl.Manager {
 	return &primaryEventsManager{Manager: mgr, cache: &primaryEventsCache{Cache: mgr.GetCache(), gvk: gvk, ownWrites: ownWrites}}
 }
 
@@ -114,7 +114,7 @@ func (m *primaryEventsManager) GetCache() cache.Cache { return m.cache }
 type primaryEventsCache struct {
 	cache.Cache
 	gvk       schema.GroupVersionKind
-	ownWrites *helmconfig.OwnWrites
+	ownWrites *helmconfig.Updates
 }
 
 var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
@@ -203,7 +203,7 @@ func (h releaseWriteHandler) OnUpdate(oldObj, newObj any) {
 // the object is being written waits for the write to end.
 type ownWriteHandler struct {
 	toolscache.ResourceEventHandler
-	writes *helmconfig.OwnWrites
+	writes *helmconfig.Updates
 	gk     schema.GroupKind
 }
 

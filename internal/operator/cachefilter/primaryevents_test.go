@@ -168,7 +168,7 @@ func TestPrimaryEventsCacheFiltersEveryWatchOfTheLibrary(t *testing.T) {
 
 func TestOwnWriteHandlerDropsTheKindsOwnWrites(t *testing.T) {
 	g := NewWithT(t)
-	writes := &helmconfig.OwnWrites{}
+	writes := &helmconfig.Updates{}
 	rec := &recordingHandler{}
 	deployments := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	h := ownWriteHandler{rec, writes, deployments}
@@ -183,13 +183,13 @@ func TestOwnWriteHandlerDropsTheKindsOwnWrites(t *testing.T) {
 	key := helmconfig.ObjectKey{GroupKind: deployments, Namespace: "shop", Name: "web"}
 
 	t.Log("an event that comes after the write was recorded")
-	end := writes.Begin([]helmconfig.ObjectKey{key})
+	end := writes.Begin([]helmconfig.UpdateTarget{{Key: key}})
 	end(map[helmconfig.ObjectKey]string{key: "2"})
 	h.OnUpdate(at("1"), at("2"))
 	g.Expect(*rec).To(Equal(recordingHandler{}))
 
 	t.Log("one that comes while the object is being written waits, then is dropped")
-	end = writes.Begin([]helmconfig.ObjectKey{key})
+	end = writes.Begin([]helmconfig.UpdateTarget{{Key: key}})
 	h.OnUpdate(at("2"), at("3"))
 	g.Expect(*rec).To(Equal(recordingHandler{}))
 	end(map[helmconfig.ObjectKey]string{key: "3"})
@@ -198,7 +198,7 @@ func TestOwnWriteHandlerDropsTheKindsOwnWrites(t *testing.T) {
 	t.Log("an edit by someone else passes, also when it comes during a write")
 	h.OnUpdate(at("3"), at("4"))
 	g.Expect(*rec).To(Equal(recordingHandler{updates: 1}))
-	end = writes.Begin([]helmconfig.ObjectKey{key})
+	end = writes.Begin([]helmconfig.UpdateTarget{{Key: key}})
 	h.OnUpdate(at("4"), at("5"))
 	g.Expect(*rec).To(Equal(recordingHandler{updates: 1}))
 	end(map[helmconfig.ObjectKey]string{key: "6"})
@@ -207,7 +207,7 @@ func TestOwnWriteHandlerDropsTheKindsOwnWrites(t *testing.T) {
 	t.Log("resyncs, and objects of other kinds, pass")
 	h.OnUpdate(at("6"), at("6"))
 	other := ownWriteHandler{rec, writes, schema.GroupKind{Kind: "ConfigMap"}}
-	end = writes.Begin([]helmconfig.ObjectKey{key})
+	end = writes.Begin([]helmconfig.UpdateTarget{{Key: key}})
 	end(map[helmconfig.ObjectKey]string{key: "7"})
 	other.OnUpdate(at("6"), at("7"))
 	g.Expect(*rec).To(Equal(recordingHandler{updates: 4}))

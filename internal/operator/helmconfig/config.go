@@ -10,8 +10,7 @@
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
 //     (interruptible.go); its updates of a release's objects read each
-//     object once (updatereads.go) and are recorded for the kind's
-//     watches (ownwrites.go).
+//     object once and are recorded for the kind's watches (updates.go).
 //   - Capabilities: one view of the API server's version and APIs, shared
 //     by the actions of a kind for CapabilitiesMaxAge (capabilities.go).
 //   - Validation of rendered manifests: left to the API server
@@ -49,9 +48,10 @@ type Config struct {
 	Capabilities *Capabilities
 	// HookTimeout bounds Helm's waits that have no timeout of their own.
 	HookTimeout time.Duration
-	// OwnWrites, when set, has the objects the kind's upgrades and
-	// rollbacks write registered with it (recordingKubeClient).
-	OwnWrites *OwnWrites
+	// Updates registers the kind's upgrades and rollbacks of release
+	// objects, for the kind's watches (updates.go); nil for a registry of
+	// the getter's own, which no watch sees.
+	Updates *Updates
 	// Records, when set, names the release records the runtime's cache
 	// holds, so that the storage reads them by name rather than listing
 	// the namespace's (helmstorage.NewIndexedMemo).
@@ -77,11 +77,13 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	storage := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
 		StorageNamespaceMapper: c.ReleaseNamespace,
 	})
-	// Helm's requests go through updateReads, which answers the repeated
-	// reads of an object within one update.
-	reads := &updateReads{}
+	// Helm's requests go through the kind's Updates, which answer the
+	// repeated reads of an object within one update.
+	if c.Updates == nil {
+		c.Updates = &Updates{}
+	}
 	restConfig := rest.CopyConfig(c.REST)
-	restConfig.Wrap(reads.wrap)
+	restConfig.Wrap(c.Updates.Transport)
 	configGetter, err := helmclient.NewActionConfigGetter(restConfig, c.Mapper,
 		helmclient.ClientNamespaceMapper(c.ReleaseNamespace),
 		helmclient.ClientRestConfigMapper(c.actAs),
@@ -104,7 +106,7 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action config getter: %w", err)
 	}
-	acg := &builder{inner: configGetter, c: c, reads: reads}
+	acg := &builder{inner: configGetter, c: c}
 	forced, err := helmclient.NewActionClientGetter(acg, serverSideValidation()...)
 	if err != nil {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
@@ -173,7 +175,6 @@ func (g rollbackForce) ActionClientFor(ctx context.Context, obj client.Object) (
 type builder struct {
 	inner helmclient.ActionConfigGetter
 	c     Config
-	reads *updateReads
 }
 
 var _ helmclient.ActionConfigGetter = (*builder)(nil)
@@ -197,7 +198,7 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if err != nil {
 		return nil, err
 	}
-	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.OwnWrites, b.reads, deleting)
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting)
 	return cfg, nil
 }
 

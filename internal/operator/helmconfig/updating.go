@@ -7,15 +7,14 @@ import (
 
 // updatingKubeClient is Helm's Kubernetes client (with its interruptible
 // waits) whose updates of a release's objects (an upgrade's, a
-// rollback's) read each object once (updateReads) and are registered with
-// the kind's OwnWrites, so that their watch events do not
-// reconcile the owner once more. An install's creations need neither:
+// rollback's) are registered with the kind's Updates, so that they read
+// each object once and their watch events do not reconcile the owner once
+// more (updates.go). An install's creations need neither:
 // they read nothing twice, and the library watches a release's objects
 // from the end of its install on.
 type updatingKubeClient struct {
 	*interruptibleKubeClient
-	writes *OwnWrites
-	reads  *updateReads
+	updates *Updates
 	// deletes keeps the errors of Delete (deleteerrors.go).
 	deletes deleteErrors
 	// deletingNamespace is the release's namespace when it is being
@@ -24,12 +23,12 @@ type updatingKubeClient struct {
 }
 
 // updating wraps kc when it is Helm's client.
-func updating(kc kube.Interface, writes *OwnWrites, reads *updateReads, deletingNamespace string) kube.Interface {
+func updating(kc kube.Interface, updates *Updates, deletingNamespace string) kube.Interface {
 	c, ok := kc.(*interruptibleKubeClient)
 	if !ok {
 		return kc
 	}
-	return &updatingKubeClient{interruptibleKubeClient: c, writes: writes, reads: reads, deletingNamespace: deletingNamespace}
+	return &updatingKubeClient{interruptibleKubeClient: c, updates: updates, deletingNamespace: deletingNamespace}
 }
 
 // Update patches (or replaces, or creates) the objects of target, deletes
@@ -39,18 +38,15 @@ func updating(kc kube.Interface, writes *OwnWrites, reads *updateReads, deleting
 // a read. The version of an object left alone makes no event and its
 // record expires.
 func (c *updatingKubeClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
-	keys := make([]ObjectKey, 0, len(target))
-	paths := make([]string, 0, len(target))
+	targets := make([]UpdateTarget, 0, len(target))
 	for _, info := range target {
 		if info.Mapping != nil {
-			keys = append(keys, keyOf(info))
-			paths = append(paths, objectPath(info))
+			targets = append(targets, UpdateTarget{Key: keyOf(info), Path: objectPath(info)})
 		}
 	}
 	written := map[ObjectKey]string{}
-	end := c.writes.Begin(keys)
+	end := c.updates.Begin(targets)
 	defer func() { end(written) }()
-	defer c.reads.begin(paths)()
 	res, err := c.interruptibleKubeClient.Update(original, target, force)
 	if res != nil {
 		for _, list := range []kube.ResourceList{res.Updated, res.Created} {

@@ -100,14 +100,14 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	caps := helmconfig.NewCapabilities(helmconfig.CapabilitiesMaxAge)
 	// The upgrades' writes of the kind's objects, which its watches do not
 	// reconcile again for (package cachefilter).
-	ownWrites := &helmconfig.OwnWrites{}
+	updates := &helmconfig.Updates{}
 	identity := releaseIdentity{namespaces: mgr.GetClient(), kindDefault: rw.ServiceAccountName, writer: mgr.GetClient()}
 	if !clusterScoped {
 		identity.managed = rt.managedIdentity
 	}
 	base, err := helmconfig.NewActionClientGetter(helmconfig.Config{
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
-		Capabilities: caps, HookTimeout: rt.hookTimeout, OwnWrites: ownWrites,
+		Capabilities: caps, HookTimeout: rt.hookTimeout, Updates: updates,
 		Records:           records,
 		ServiceAccountFor: identity.serviceAccountFor,
 		NamespaceDeleting: identity.namespaceDeleting,
@@ -143,7 +143,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	}
 	// The library's own watch of the kind skips updates that ask for no
 	// work (package cachefilter).
-	if err := r.SetupWithManager(cachefilter.WithPrimaryEventFilter(mgr, rw.GVK, ownWrites)); err != nil {
+	if err := r.SetupWithManager(cachefilter.WithPrimaryEventFilter(mgr, rw.GVK, updates)); err != nil {
 		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
 	}
 	k.logConfigured()

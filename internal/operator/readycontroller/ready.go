@@ -501,7 +501,9 @@ func (t *Tracker) judge(ctx context.Context, e *readyEntry, obj client.Object, n
 
 // statusWith is e's status with Ready v, and its history.
 func (t *Tracker) statusWith(e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
-	return withRemediation(withReady(e.status, v, e.generation, now), e.status, e, v, obj, now)
+	status, computed := withRemediation(withReady(e.status, v, e.generation, now), e.status, e, v, obj, now)
+	e.computed = computed
+	return status
 }
 
 // onlyMessageChanged reports whether writing v over e's status would

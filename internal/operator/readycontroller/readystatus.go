@@ -37,8 +37,9 @@ func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written f
 	e.generation = u.GetGeneration()
 	now := t.clock.Now()
 	v, _ := t.testVerdict(t.verdict(ctx, &e, now), &e, u, t.policyOf(u))
-	u.Object["status"] = withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
-	t.remember(key, u.GetUID(), e.computed)
+	status, computed := withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
+	u.Object["status"] = status
+	t.remember(key, u.GetUID(), computed)
 	return func() {
 		t.mu.Lock()
 		stored := t.entryLocked(key, u.GetUID())

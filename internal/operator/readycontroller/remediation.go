@@ -163,8 +163,10 @@ func shortDigest(d string) string {
 // remediation: those of known (the status this process last read or
 // wrote) where st has none (the library's writes drop fields it does not
 // know), the history entry of the current revision added or marked Ready,
-// and Stalled dropped once the spec it was about changed.
-func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) map[string]any {
+// and Stalled dropped once the spec it was about changed. computed is a
+// copy of the history and remediation it returns, for the entry to keep
+// (readyEntry.computed): the write of st may lose a conflict.
+func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) (status, computed map[string]any) {
 	for _, k := range []string{"history", actionpath.StatusRemediation} {
 		if _, ok := st[k]; !ok && known[k] != nil {
 			st[k] = runtime.DeepCopyJSONValue(known[k])
@@ -238,13 +240,13 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 	if len(history) > 0 {
 		st["history"] = historyValue(history)
 	}
-	e.computed = map[string]any{}
+	computed = map[string]any{}
 	for _, k := range []string{"history", actionpath.StatusRemediation} {
 		if st[k] != nil {
-			e.computed[k] = runtime.DeepCopyJSONValue(st[k])
+			computed[k] = runtime.DeepCopyJSONValue(st[k])
 		}
 	}
-	return st
+	return st, computed
 }
 
 // mergeHistory returns a with the entries of b whose revision it lacks,

@@ -31,7 +31,8 @@ func TestStatusWriteLostToAConflict(t *testing.T) {
 
 	e := &readyEntry{generation: 2, rev: revisionInfo{revision: 3, appliedAt: now, rollbackTo: 1}}
 	e.release.Revision = 3
-	lost := withRemediation(map[string]any{}, known, e, readiness.Verdict{Ready: true}, obj, now)
+	lost, computed := withRemediation(map[string]any{}, known, e, readiness.Verdict{Ready: true}, obj, now)
+	e.computed = computed // as the tracker remembers it
 	g.Expect(ReadHistory(lost)[0]).To(HaveField("Revision", 3))
 	r, _ := remediationOf(lost)
 	g.Expect(r.RolledBackAs).To(Equal(3))
@@ -40,7 +41,7 @@ func TestStatusWriteLostToAConflict(t *testing.T) {
 	// the retry, is applied and written next.
 	e.rev = revisionInfo{revision: 4, appliedAt: now.Add(time.Second)}
 	e.release.Revision = 4
-	next := withRemediation(map[string]any{}, known, e, readiness.Verdict{}, obj, now.Add(time.Second))
+	next, _ := withRemediation(map[string]any{}, known, e, readiness.Verdict{}, obj, now.Add(time.Second))
 	var revs []int
 	for _, h := range ReadHistory(next) {
 		revs = append(revs, h.Revision)

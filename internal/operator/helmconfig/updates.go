@@ -1,0 +1,304 @@
+// Updates: what Helm's updates of one kind's release objects (an
+// upgrade's, a rollback's) are doing, kept in one registry, which two
+// parties consult.
+//
+// Their watch events. The writes Helm makes in an upgrade come back as
+// watch events, and the library's dependent watches would reconcile the
+// owner once more for each, to find nothing to do. An update registers the
+// objects it may write before it writes them (Begin) and records the
+// resourceVersion of each write when it is done (the function Begin
+// returns). A watch asks Check for every update event: an event of an
+// object being written waits until the write is recorded, then it is
+// dropped if it reports exactly the recorded version, and passed on
+// otherwise. Everything else passes at once: an edit by anyone else has a
+// version the runtime did not write.
+//
+// Their reads. Helm's update reads each object up to three times in a
+// row: whether it exists, its live state for the patch, and, when the
+// patch is empty, again to refresh what it holds. The three reads are
+// moments apart, and nothing Helm does with them needs more than one: the
+// patch carries no resourceVersion, so a read from a moment before is as
+// good as one from now. While an update runs, a read of one of its objects
+// is answered from the object's last read in that update, until a write
+// of the object; everything else goes to the API server (Transport).
+
+package helmconfig
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// ObjectKey names an object; the group and kind, not the version, so that a
+// write through one version and a watch of another meet.
+type ObjectKey struct {
+	schema.GroupKind
+	Namespace, Name string
+}
+
+// UpdateTarget is an object an update may write: its key, and the URL
+// path its reads are sent to ("" to answer none of them from memory).
+type UpdateTarget struct {
+	Key  ObjectKey
+	Path string
+}
+
+// recordTTL is how long a recorded write waits for its event. Events come
+// within moments; a write of an object no watch of the kind sees is
+// forgotten after this.
+const recordTTL = 2 * time.Minute
+
+// Updates holds the updates in flight of one kind's release objects and
+// the versions they left. The zero value is ready to use; a nil Updates
+// records nothing, passes every event and answers no read.
+type Updates struct {
+	mu        sync.Mutex
+	inFlight  map[ObjectKey]*inUpdate // objects an update may be writing now
+	byPath    map[string]*inUpdate    // the same objects, by URL path
+	written   map[ObjectKey]record
+	lastSweep time.Time
+	now       func() time.Time
+}
+
+// inUpdate is one object while updates that may write it run.
+type inUpdate struct {
+	path    string
+	updates int      // updates in flight that may write the object
+	parked  []parked // watch events that came meanwhile
+	writes  int      // writes of the object seen, so that a read that raced one is not kept
+	read    *recordedRead
+}
+
+type parked struct {
+	version string
+	deliver func()
+}
+
+type record struct {
+	version string
+	at      time.Time
+}
+
+type recordedRead struct {
+	// as is the user the read was sent as (the Impersonate-User header,
+	// "" for the operator itself): a read is answered only to the same
+	// user, so one release's identity never sees what another could read.
+	as     string
+	header http.Header
+	body   []byte
+}
+
+func (u *Updates) clock() time.Time {
+	if u.now != nil {
+		return u.now()
+	}
+	return time.Now()
+}
+
+// Begin registers that an update may write targets. The returned function
+// ends that: it records, for each object the update wrote, the
+// resourceVersion the write left (written), and settles the events parked
+// meanwhile. It must be called exactly once, also when the update failed
+// (with what it did write).
+func (u *Updates) Begin(targets []UpdateTarget) (end func(written map[ObjectKey]string)) {
+	if u == nil {
+		return func(map[ObjectKey]string) {}
+	}
+	u.mu.Lock()
+	if u.inFlight == nil {
+		u.inFlight, u.byPath = map[ObjectKey]*inUpdate{}, map[string]*inUpdate{}
+	}
+	for _, t := range targets {
+		o := u.inFlight[t.Key]
+		if o == nil {
+			o = &inUpdate{path: t.Path}
+			u.inFlight[t.Key] = o
+			if t.Path != "" {
+				u.byPath[t.Path] = o
+			}
+		}
+		o.updates++
+	}
+	u.mu.Unlock()
+	var once sync.Once
+	return func(written map[ObjectKey]string) {
+		once.Do(func() { u.end(targets, written) })
+	}
+}
+
+func (u *Updates) end(targets []UpdateTarget, written map[ObjectKey]string) {
+	var deliver []func()
+	u.mu.Lock()
+	now := u.clock()
+	if u.written == nil {
+		u.written = map[ObjectKey]record{}
+	}
+	if now.Sub(u.lastSweep) > recordTTL/4 {
+		for k, rec := range u.written {
+			if now.Sub(rec.at) > recordTTL {
+				delete(u.written, k)
+			}
+		}
+		u.lastSweep = now
+	}
+	for k, v := range written {
+		if v != "" {
+			u.written[k] = record{version: v, at: now}
+		}
+	}
+	for _, t := range targets {
+		o := u.inFlight[t.Key]
+		if o == nil {
+			continue
+		}
+		if o.updates--; o.updates > 0 {
+			continue
+		}
+		delete(u.inFlight, t.Key)
+		if o.path != "" {
+			delete(u.byPath, o.path)
+		}
+		for _, p := range o.parked {
+			if !u.takeLocked(t.Key, p.version) {
+				deliver = append(deliver, p.deliver)
+			}
+		}
+	}
+	u.mu.Unlock()
+	for _, d := range deliver {
+		d()
+	}
+}
+
+// takeLocked reports whether version is the recorded write of k, and
+// forgets the record if so.
+func (u *Updates) takeLocked(k ObjectKey, version string) bool {
+	rec, ok := u.written[k]
+	if !ok || rec.version != version || u.clock().Sub(rec.at) > recordTTL {
+		return false
+	}
+	delete(u.written, k)
+	return true
+}
+
+// Check decides about an update event of object k at version: deliver is
+// called, now or when the updates in flight of the object end, unless the
+// event reports a write the runtime recorded.
+func (u *Updates) Check(k ObjectKey, version string, deliver func()) {
+	if u == nil {
+		deliver()
+		return
+	}
+	u.mu.Lock()
+	if o := u.inFlight[k]; o != nil {
+		o.parked = append(o.parked, parked{version: version, deliver: deliver})
+		u.mu.Unlock()
+		return
+	}
+	own := u.takeLocked(k, version)
+	u.mu.Unlock()
+	if !own {
+		deliver()
+	}
+}
+
+// readsAnswered counts the reads Updates answered without the API server.
+// client-go's rest_client_requests_total counts them as requests (it
+// counts above the transport), so the requests that reached the API
+// server are that counter less this one.
+var readsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "helmruntime_update_reads_answered_total",
+	Help: "Reads of a release's objects within one of Helm's updates answered from the update's earlier read of the object, without a request to the API server (counted in rest_client_requests_total all the same).",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(readsAnswered) }
+
+// objectPath is the URL path of the object info names.
+func objectPath(info *resource.Info) string {
+	m := info.Mapping
+	p := "/apis/" + m.Resource.Group + "/" + m.Resource.Version
+	if m.Resource.Group == "" {
+		p = "/api/" + m.Resource.Version
+	}
+	if m.Scope != nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+		p += "/namespaces/" + info.Namespace
+	}
+	return p + "/" + m.Resource.Resource + "/" + info.Name
+}
+
+// impersonateUserHeader is the header client-go's impersonation sets
+// above the wrappers of a REST configuration (rest.Config.Wrap), so they
+// see it.
+const impersonateUserHeader = "Impersonate-User"
+
+// Transport returns next with the reads of objects being updated answered
+// from memory; it wraps a REST configuration's transports (rest.Config.Wrap).
+func (u *Updates) Transport(next http.RoundTripper) http.RoundTripper {
+	if u == nil {
+		return next
+	}
+	return &updateReads{u: u, next: next}
+}
+
+type updateReads struct {
+	u    *Updates
+	next http.RoundTripper
+}
+
+func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := t.u
+	u.mu.Lock()
+	o := u.byPath[req.URL.Path]
+	if o == nil {
+		u.mu.Unlock()
+		return t.next.RoundTrip(req)
+	}
+	if req.Method != http.MethodGet {
+		o.read = nil // a write (whatever its query): later reads go to the server
+		o.writes++
+		u.mu.Unlock()
+		return t.next.RoundTrip(req)
+	}
+	if req.URL.RawQuery != "" { // a read with options: not Helm's plain read
+		u.mu.Unlock()
+		return t.next.RoundTrip(req)
+	}
+	as := req.Header.Get(impersonateUserHeader)
+	if r := o.read; r != nil && r.as == as {
+		u.mu.Unlock()
+		readsAnswered.Inc()
+		return &http.Response{
+			Status: "200 OK", StatusCode: http.StatusOK,
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: r.header.Clone(), Body: io.NopCloser(bytes.NewReader(r.body)),
+			ContentLength: int64(len(r.body)), Request: req,
+		}, nil
+	}
+	writes := o.writes
+	u.mu.Unlock()
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	u.mu.Lock()
+	if cur := u.byPath[req.URL.Path]; cur == o && o.writes == writes {
+		o.read = &recordedRead{as: as, header: resp.Header.Clone(), body: body}
+	}
+	u.mu.Unlock()
+	return resp, nil
+}

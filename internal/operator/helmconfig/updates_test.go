@@ -1,0 +1,201 @@
+package helmconfig
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
+)
+
+var web = ObjectKey{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "shop", Name: "web"}
+
+// check returns whether Check delivered the event by the time it returned.
+func check(r *Updates, k ObjectKey, version string) (delivered *bool) {
+	d := false
+	r.Check(k, version, func() { d = true })
+	return &d
+}
+
+func TestRecordedWriteIsDroppedOnce(t *testing.T) {
+	r := &Updates{}
+	r.Begin([]UpdateTarget{{Key: web}})(map[ObjectKey]string{web: "5"})
+	if *check(r, web, "5") {
+		t.Error("the recorded write was delivered")
+	}
+	if !*check(r, web, "5") {
+		t.Error("a second event of the same version was dropped too; a record is used once")
+	}
+	if !*check(r, web, "6") {
+		t.Error("a version nobody recorded was dropped")
+	}
+}
+
+func TestEventsDuringAWriteWaitForIt(t *testing.T) {
+	r := &Updates{}
+	endA := r.Begin([]UpdateTarget{{Key: web}})
+	endB := r.Begin([]UpdateTarget{{Key: web}}) // two actions that may write the object
+	own, other := check(r, web, "7"), check(r, web, "8")
+	if *own || *other {
+		t.Fatal("an event was delivered while the object was being written")
+	}
+	endA(map[ObjectKey]string{web: "7"})
+	if *own || *other {
+		t.Fatal("events were settled while another action still writes the object")
+	}
+	endB(nil)
+	if *own {
+		t.Error("the recorded write was delivered")
+	}
+	if !*other {
+		t.Error("an edit made during the write was not delivered after it")
+	}
+	endB(map[ObjectKey]string{web: "9"}) // a second call changes nothing
+	if !*check(r, web, "9") {
+		t.Error("a second call of end recorded a write")
+	}
+}
+
+func TestRecordsExpire(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := &Updates{now: func() time.Time { return now }}
+	r.Begin([]UpdateTarget{{Key: web}})(map[ObjectKey]string{web: "5"})
+	now = now.Add(recordTTL + time.Second)
+	if !*check(r, web, "5") {
+		t.Error("an expired record still dropped its event")
+	}
+	r.Begin(nil)(map[ObjectKey]string{web: "6"}) // sweeps
+	if len(r.written) != 1 {
+		t.Errorf("records after a sweep: %v, want only the new one", r.written)
+	}
+}
+
+func TestNilRegistryPassesEverything(t *testing.T) {
+	var r *Updates
+	r.Begin([]UpdateTarget{{Key: web}})(map[ObjectKey]string{web: "5"})
+	if !*check(r, web, "5") {
+		t.Error("a nil registry dropped an event")
+	}
+}
+
+func TestObjectPath(t *testing.T) {
+	for _, c := range []struct {
+		info *resource.Info
+		want string
+	}{
+		{&resource.Info{Namespace: "shop", Name: "webPath", Mapping: &meta.RESTMapping{
+			Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Scope: meta.RESTScopeNamespace,
+		}}, "/apis/apps/v1/namespaces/shop/deployments/webPath"},
+		{&resource.Info{Namespace: "shop", Name: "webPath", Mapping: &meta.RESTMapping{
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Scope: meta.RESTScopeNamespace,
+		}}, "/api/v1/namespaces/shop/configmaps/webPath"},
+		{&resource.Info{Name: "team-a", Mapping: &meta.RESTMapping{
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Scope: meta.RESTScopeRoot,
+		}}, "/api/v1/namespaces/team-a"},
+	} {
+		if got := objectPath(c.info); got != c.want {
+			t.Errorf("objectPath = %q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestUpdatesReadEachObjectOncePerUpdate(t *testing.T) {
+	var gets, version atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		} else {
+			version.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"v":`+string(rune('0'+version.Load()))+`}`)
+	}))
+	defer srv.Close()
+	updates := &Updates{}
+	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	do := func(method, path string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const webPath = "/apis/apps/v1/namespaces/shop/deployments/webPath"
+
+	do(http.MethodGet, webPath)
+	do(http.MethodGet, webPath)
+	if gets.Load() != 2 {
+		t.Fatalf("outside an update: %d reads reached the server, want 2", gets.Load())
+	}
+
+	end := updates.Begin([]UpdateTarget{{Key: web, Path: webPath}})
+	first, second := do(http.MethodGet, webPath), do(http.MethodGet, webPath)
+	if gets.Load() != 3 || first != second {
+		t.Errorf("in an update: %d reads reached the server (want 3), answers %q and %q", gets.Load(), first, second)
+	}
+	do(http.MethodGet, "/api/v1/namespaces/shop/configmaps/other")
+	if gets.Load() != 4 {
+		t.Errorf("a read of an object outside the update was answered from memory")
+	}
+	do(http.MethodPatch, webPath+"?fieldManager=helm")
+	if after := do(http.MethodGet, webPath); gets.Load() != 5 || after == first {
+		t.Errorf("after a write: %d reads reached the server (want 5), answer %q", gets.Load(), after)
+	}
+	end(nil)
+	do(http.MethodGet, webPath)
+	if gets.Load() != 6 {
+		t.Errorf("after the update: %d reads reached the server, want 6", gets.Load())
+	}
+	if len(updates.inFlight) != 0 || len(updates.byPath) != 0 {
+		t.Errorf("objects held after the update: %v %v", updates.inFlight, updates.byPath)
+	}
+}
+
+// TestUpdatesAnswerTheSameUserOnly: a read sent as one user (a
+// release's ServiceAccount) is not answered to another from memory.
+func TestUpdatesAnswerTheSameUserOnly(t *testing.T) {
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	updates := &Updates{}
+	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	const webPath = "/apis/apps/v1/namespaces/shop/deployments/webPath"
+	get := func(as string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+webPath, nil)
+		if as != "" {
+			req.Header.Set(impersonateUserHeader, as)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	end := updates.Begin([]UpdateTarget{{Key: web, Path: webPath}})
+	defer end(nil)
+	get("system:serviceaccount:shop:deployer")
+	get("system:serviceaccount:shop:deployer")
+	if gets.Load() != 1 {
+		t.Fatalf("the same user: %d reads reached the server, want 1", gets.Load())
+	}
+	get("")
+	get("system:serviceaccount:shop:other")
+	if gets.Load() != 3 {
+		t.Errorf("other users: %d reads reached the server, want 3", gets.Load())
+	}
+}
