@@ -52,12 +52,20 @@ help: ## Show this help.
 
 .PHONY: build
 build: ## Build bin/manager (Helm runtime) and bin/extensions (sidecar).
+	@go mod download
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 	go build -o $(LOCALBIN)/extensions ./extensions
 
+# Three steps, each announced: on a fresh machine the first takes most of the
+# time (modules downloaded quietly, then compiled), later runs skip it.
 .PHONY: run
-run: cluster-binaries build ## Run the operator on the current cluster, or on a local one it starts.
-	LOCALBIN=$(LOCALBIN) K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) hack/run.sh
+run: ## Run the operator on the current cluster, or on a local one it starts.
+	@echo "==> make run, step 1 of 3: the control plane and kwok, built from source once (bin/k8s)"
+	@$(MAKE) --no-print-directory cluster-binaries
+	@echo "==> make run, step 2 of 3: the operator (bin/manager, bin/extensions)"
+	@$(MAKE) --no-print-directory build
+	@echo "==> make run, step 3 of 3: the cluster (a local one unless the kubeconfig's answers), then the operator"
+	@LOCALBIN=$(LOCALBIN) K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) hack/run.sh
 
 include make/develop.mk
 include make/test.mk

@@ -10,8 +10,11 @@
 NODES ?= kwok
 CLUSTER_NODES_FLAG = $(if $(filter kwok,$(NODES)),1,$(NODES))
 
+# The commands of the control plane program (below).
+KUBE_COMMANDS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+
 .PHONY: cluster-binaries
-cluster-binaries: $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(K8S_BIN)/localcluster ## Build the control plane binaries from source (once; cached in bin/k8s).
+cluster-binaries: $(addprefix $(K8S_BIN)/,$(KUBE_COMMANDS)) $(K8S_BIN)/kwok $(K8S_BIN)/localcluster ## Build the control plane binaries from source (once; cached in bin/k8s).
 
 .PHONY: node-binaries
 node-binaries: cluster-binaries $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(K8S_BIN)/coredns $(K8S_BIN)/kube-router $(K8S_BIN)/pause ## Build a real node's kubelet, kube-proxy, CoreDNS, NetworkPolicy enforcer and pause program.
@@ -44,13 +47,19 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR) \
 	-X k8s.io/client-go/pkg/version.gitTreeState=clean
 
-$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl: hack/kube/go.mod
-	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+# The control plane is one program, kube (hack/kube/cmd/kube), that runs as
+# the name it is called by: the packages of its five commands compile once
+# and link once. Each command is a link to it.
+$(K8S_BIN)/kube: hack/kube/go.mod hack/kube/cmd/kube/main.go
+	@echo "==> Building the control plane from source ($(KUBE_COMMANDS) in one program, $(KUBE_VERSION)); the first time takes several minutes"
+	@cd hack/kube && go mod download
+	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/kube
 
-$(K8S_BIN)/etcd: hack/kube/go.mod
-	cd hack/kube && go build -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+$(addprefix $(K8S_BIN)/,$(KUBE_COMMANDS)): $(K8S_BIN)/kube
+	ln -sfn kube $@
 
 $(K8S_BIN)/kwok: hack/kwok/go.mod
+	@cd hack/kwok && go mod download
 	cd hack/kwok && go build -ldflags "-s -w" -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 # The real node (NODES=real): kubelet and kube-proxy from the same module as
@@ -72,6 +81,7 @@ $(K8S_BIN)/kube-router: hack/kube-router/go.mod
 FORCE:
 
 $(K8S_BIN)/localcluster: FORCE
+	@go mod download
 	go build -o $@ ./cmd/localcluster
 
 # The pod sandbox ("pause") image's only file: static, imported into the

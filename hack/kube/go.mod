@@ -1,13 +1,17 @@
-// Module kube builds the local control plane binaries (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, kubectl) from source. It is kept
-// apart from the product module because k8s.io/kubernetes needs replace
-// directives for its staging repositories.
+// Module kube builds the local control plane (one program, cmd/kube: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) and a real
+// node's kubelet and kube-proxy from source. It is kept apart from the
+// product module because k8s.io/kubernetes needs replace directives for its
+// staging repositories.
 module github.com/acme/platform-operator/hack/kube
 
 go 1.25.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.6.6
+	k8s.io/client-go v0.35.4
+	k8s.io/component-base v0.35.4
+	k8s.io/kubectl v0.0.0
 	k8s.io/kubernetes v1.35.4
 )
 
@@ -167,10 +171,8 @@ require (
 	k8s.io/apimachinery v0.35.4 // indirect
 	k8s.io/apiserver v0.35.4 // indirect
 	k8s.io/cli-runtime v0.35.4 // indirect
-	k8s.io/client-go v0.35.4 // indirect
 	k8s.io/cloud-provider v0.35.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-base v0.35.4 // indirect
 	k8s.io/component-helpers v0.35.4 // indirect
 	k8s.io/controller-manager v0.35.4 // indirect
 	k8s.io/cri-api v0.35.4 // indirect
@@ -186,7 +188,6 @@ require (
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.35.4 // indirect
 	k8s.io/metrics v0.35.4 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
