@@ -7,15 +7,15 @@ test: test-unit test-integration test-e2e ## Every test: unit, integration (API 
 
 .PHONY: test-unit
 test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
-	go test -count=1 $$(go list ./... | grep -v -e /test/e2e)
+	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /test/quickstart)
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests on a real etcd + kube-apiserver (envtest, bin/k8s).
 	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/operator/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/gen/crdgen/...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries build sdk-helm-operator helm ## End-to-end tests: both binaries on a full local cluster.
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... -v
+test-e2e: cluster-binaries build sdk-helm-operator helm ## End-to-end tests: both binaries on a full local cluster; the README's quick start beside them.
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 30m ./test/e2e/... ./test/quickstart/... -v
 
 .PHONY: test-reliability
 test-reliability: cluster-binaries build ## Reliability scenarios at full length (docs/reliability.md).

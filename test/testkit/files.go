@@ -29,7 +29,12 @@ func CopyTree(t testing.TB, src, dst string, names ...string) {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			// Scripts stay executable.
+			return os.WriteFile(filepath.Join(dst, rel), data, info.Mode().Perm())
 		})
 		if err != nil {
 			t.Fatal(err)
