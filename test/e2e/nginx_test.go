@@ -171,6 +171,24 @@ func TestNginxInvalidSpecsRefused(t *testing.T) {
 	NewWithT(t).Expect(deps.Items).To(BeEmpty())
 }
 
+// TestNginxWithoutSpec: an Nginx with no spec at all is the chart's
+// defaults, as the admission check reads it: the API server gives it an
+// empty spec, and the release installs.
+func TestNginxWithoutSpec(t *testing.T) {
+	g := NewWithT(t)
+	const ns, name = "e2e-nginx-bare", "bare"
+	env.CreateNamespace(t, ns)
+	out, err := env.KubectlIn("apiVersion: web.acme.com/v1alpha1\nkind: Nginx\nmetadata: {name: "+name+"}\n", "apply", "-n", ns, "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	expectDeployed(t, testkit.NginxGVK, ns, name, "InstallSuccessful")
+	out, err = env.Kubectl("get", "nginx", name, "-n", ns, "-o", "jsonpath={.spec}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(HavePrefix("{"))
+	dep := &appsv1.Deployment{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(1), "the chart's default replica count")
+}
+
 // TestNginxFullSample applies the sample with every optional part on and
 // checks each part is rendered, with the HorizontalPodAutoscaler owning the
 // replica count.

@@ -49,9 +49,14 @@ func BuildCRD(k *apikinds.Kind, spec *apiextensionsv1.JSONSchemaProps) *apiexten
 	spec.Description = desc
 	// A chart with required values needs a spec: without this, an object
 	// with no spec at all would skip the required check and fail in Helm.
+	// Any other chart's object may leave its spec out: the API server
+	// makes it {}, the chart's defaults, as the admission check reads it,
+	// where the reconciler would find no values to pass.
 	var required []string
 	if len(spec.Required) > 0 {
 		required = []string{"spec"}
+	} else {
+		spec.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
 	}
 
 	return &apiextensionsv1.CustomResourceDefinition{

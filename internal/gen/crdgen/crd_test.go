@@ -72,6 +72,8 @@ func TestBuildCRDPassesValidation(t *testing.T) {
 	g.Expect(spec.Description).To(HavePrefix("Values for the demo chart; "))
 	g.Expect(spec.Description).To(HaveSuffix("Demo fixture covering every supported construct."))
 	g.Expect(spec.Required).To(Equal([]string{"image"}))
+	g.Expect(root.Required).To(Equal([]string{"spec"}), "a chart with required values needs a spec")
+	g.Expect(spec.Default).To(BeNil())
 	status := root.Properties["status"]
 	g.Expect(status.Type).To(Equal("object"))
 	g.Expect(*status.XPreserveUnknownFields).To(BeTrue())
@@ -80,6 +82,20 @@ func TestBuildCRDPassesValidation(t *testing.T) {
 
 // ValidateCRD reports what the API server would refuse, so generation fails
 // instead of `kubectl apply`.
+// A chart without required values: an object may leave its spec out, and
+// the API server makes it {}.
+func TestBuildCRDDefaultsAnOptionalSpec(t *testing.T) {
+	g := NewWithT(t)
+	schema := demoSchema(t)
+	schema.Required = nil
+	crd := BuildCRD(testKind(), schema)
+	g.Expect(ValidateCRD(crd)).To(Succeed())
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	g.Expect(root.Required).To(BeEmpty())
+	g.Expect(root.Properties["spec"].Default).NotTo(BeNil())
+	g.Expect(string(root.Properties["spec"].Default.Raw)).To(Equal("{}"))
+}
+
 func TestValidateCRDRejects(t *testing.T) {
 	tests := []struct {
 		name   string
