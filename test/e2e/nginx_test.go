@@ -176,7 +176,7 @@ func TestNginxInvalidSpecsRefused(t *testing.T) {
 // empty spec, and the release installs.
 func TestNginxWithoutSpec(t *testing.T) {
 	g := NewWithT(t)
-	const ns, name = "e2e-nginx-bare", "bare"
+	const ns, name = "e2e-nginx-bare", "nginx-bare"
 	env.CreateNamespace(t, ns)
 	out, err := env.KubectlIn("apiVersion: web.acme.com/v1alpha1\nkind: Nginx\nmetadata: {name: "+name+"}\n", "apply", "-n", ns, "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
