@@ -3,11 +3,12 @@
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen), the runtime's derived RBAC rules (rbacgen) and the CSV descriptors.
+manifests: controller-gen ## Regenerate the CRDs (controller-gen, crdgen), the runtime's derived RBAC rules (rbacgen), the CSV descriptors and the operator's Helm chart (chartgen).
 	$(CONTROLLER_GEN) object paths=./extensions/api/... crd:crdVersions=v1 output:crd:artifacts:config=config/crd/bases
 	go run ./cmd/crdgen --kinds config/crd/kinds.yaml --out config/crd/bases
 	go run ./cmd/rbacgen
 	go run ./cmd/csvgen
+	go run ./cmd/chartgen --version $(VERSION)
 
 # The kind's API version: VERSION when given on the command line, else
 # v1alpha1. The Makefile's own VERSION is the bundle's (0.1.0), not an API
@@ -20,10 +21,11 @@ kind: ## Make a chart in helm-charts/ an API: CHART=helm-charts/x GROUP=x.acme.c
 	go run ./cmd/kindgen --chart "$(CHART)" --group "$(GROUP)" --kind "$(KIND)" --version "$(KIND_API_VERSION)" $(if $(filter Cluster,$(SCOPE)),--cluster-scoped) $(if $(ALLOW_OUTSIDE),--allow-outside)
 
 .PHONY: verify-manifests
-verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacgen's or csvgen's committed output is stale.
+verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacgen's, csvgen's or chartgen's committed output is stale.
 	go run ./cmd/crdgen --check
 	go run ./cmd/rbacgen --check
 	go run ./cmd/csvgen --check
+	go run ./cmd/chartgen --version $(VERSION) --check
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./extensions/api/... output:crd:dir=$$tmp; \
 	for f in $$tmp/*.yaml; do \
@@ -47,8 +49,8 @@ lint: golangci-lint ## Lint the Go code with golangci-lint (.golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: lint-charts
-lint-charts: helm ## helm lint --strict every chart: once with ci/lint-values.yaml (or none), then with each other ci/ values file over it.
-	@set -e; for c in helm-charts/*/; do \
+lint-charts: helm ## helm lint --strict every chart (and the operator's, dist/chart): once with ci/lint-values.yaml (or none), then with each other ci/ values file over it.
+	@set -e; for c in helm-charts/*/ dist/chart/; do \
 		base=""; if [ -f $$c/ci/lint-values.yaml ]; then base="-f $$c/ci/lint-values.yaml"; fi; \
 		$(HELM) lint --strict $$c $$base; \
 		for f in $$c/ci/*.yaml; do \

@@ -24,6 +24,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/gen/chartrender"
 	"github.com/acme/platform-operator/internal/gen/crdgen"
+	"github.com/acme/platform-operator/internal/gen/chartgen"
 	"github.com/acme/platform-operator/internal/gen/csvgen"
 	"github.com/acme/platform-operator/internal/gen/genfile"
 	"github.com/acme/platform-operator/internal/gen/rbacgen"
@@ -90,10 +91,10 @@ func (o *Options) defaults() error {
 }
 
 // Files are what Run reads and writes, relative to the root.
-var Files = []string{"config", "helm-charts", "watches.yaml", "PROJECT"}
+var Files = []string{"config", "helm-charts", "watches.yaml", "PROJECT", "dist"}
 
 // Run adds the kind (or updates what it derives when it is there already)
-// and runs crdgen, rbacgen and csvgen. It works on a copy of Files and
+// and runs crdgen, rbacgen, csvgen and chartgen. It works on a copy of Files and
 // changes the tree only when every step succeeded: a failing run leaves
 // every file as it was.
 func Run(o Options) error {
@@ -548,7 +549,31 @@ func (g *gen) derived() error {
 		return err
 	}
 	if changed {
-		return g.write(paths.CSV, out)
+		if err := g.write(paths.CSV, out); err != nil {
+			return err
+		}
+	}
+	return g.chart()
+}
+
+// chart regenerates the operator's Helm chart, which installs the new CRD
+// and RBAC too, when the tree holds one.
+func (g *gen) chart() error {
+	if _, err := os.Stat(g.at(chartgen.Dir + "/Chart.yaml")); os.IsNotExist(err) {
+		return nil
+	}
+	files, err := chartgen.Generate(g.Root, chartgen.Chart{})
+	if err != nil {
+		return err
+	}
+	for _, p := range chartgen.Files(files) {
+		current, err := os.ReadFile(g.at(chartgen.Dir + "/" + p))
+		if err == nil && bytes.Equal(current, files[p]) {
+			continue
+		}
+		if err := g.write(chartgen.Dir+"/"+p, files[p]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/rbac/podinfo_admin_role.yaml", "config/rbac/podinfo_editor_role.yaml", "config/rbac/podinfo_viewer_role.yaml",
 		"config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/release_deployer_role.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
+		"dist/chart/templates/config/crds.yaml", "dist/chart/templates/config/rbac.yaml",
 	}
 	got := testkit.Changed(before, after)
 	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
@@ -100,6 +101,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"helm-charts/podinfo/values.schema.json", "config/crd/bases/demo.acme.com_podinfos.yaml",
 		"config/samples/demo_v1alpha1_podinfo.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
+		"dist/chart/templates/config/crds.yaml",
 	}
 	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
 		t.Errorf("after a chart change, changed files:\n%s\nwant:\n%s", strings.Join(slices.Sorted(slices.Values(got)), "\n"), strings.Join(slices.Sorted(slices.Values(want)), "\n"))
