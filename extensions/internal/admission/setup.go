@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/acme/platform-operator/extensions/internal/conversion"
@@ -85,13 +86,17 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = served.GetCertificate })
 	}
 	srv := webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts})
-	var handler http.Handler = &webhook.Admission{Handler: &Validator{
+	responses, err := registerResponseCounter(ctrlmetrics.Registry, NewResponseCounter())
+	if err != nil {
+		return err
+	}
+	var handler http.Handler = &webhook.Admission{Handler: counted{Validator: &Validator{
 		Check:   check,
 		Targets: cronscaler.TargetClaims{Client: mgr.GetClient()},
 		// The client reads unstructured objects from the API server, which
 		// cannot select by the index: the cache can.
 		Tenants: tenant.NamespaceClaims{Client: mgr.GetCache()},
-	}}
+	}, responses: responses}}
 	if o.Draining != nil {
 		handler = o.Draining.Handler(handler)
 	}
