@@ -6,8 +6,12 @@
 test: test-unit test-integration test-e2e ## Every test: unit, integration (API server), end-to-end (local cluster).
 
 .PHONY: test-unit
-test-unit: vet lint verify-manifests verify-bundle ## Unit tests: chart rendering, CRD generation and sync, pure logic.
+test-unit: vet lint verify-manifests verify-bundle test-alerts ## Unit tests: chart rendering, CRD generation and sync, pure logic.
 	go test -count=1 $$(go list ./... | grep -v -e /test/e2e -e /test/quickstart)
+
+.PHONY: test-alerts
+test-alerts: ## Check and test the Prometheus alerts (config/prometheus) with promtool; installs Debian's prometheus package when missing (root).
+	hack/test-alerts.sh
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests on a real etcd + kube-apiserver (envtest, bin/k8s).
