@@ -3,7 +3,7 @@
 # the container engine, builds the operator image from the Dockerfile on the
 # stand-in base images and the workloads' stand-ins, runs the suite (which
 # starts a local cluster with a real node, pushes the images to its registry
-# and deploys the operator with config/default), and stops the engine.
+# and installs the operator with its Helm chart, dist/chart), and stops the engine.
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."

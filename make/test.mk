@@ -30,7 +30,7 @@ test-reliability: cluster-binaries build ## Reliability scenarios at full length
 RELIABILITY_LONG_TESTS := ^TestReliability(ChartRejectsValues|Outage)$$
 
 .PHONY: test-real
-test-real: node-deps node-binaries build kustomize ## End to end on a real node (root): the image from config/default.
+test-real: node-deps node-binaries build kustomize helm ## End to end on a real node (root): the image, installed with the operator's Helm chart (dist/chart).
 	hack/test-real.sh
 
 .PHONY: test-olm

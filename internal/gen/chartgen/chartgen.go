@@ -264,11 +264,11 @@ func template(o map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if strings.Contains(string(data), "{{") {
-		// Helm would read them as template actions.
-		return "", fmt.Errorf("%s %s holds template braces of its own", o["kind"], meta["name"])
-	}
-	text := markLine.ReplaceAllStringFunc(string(data), func(line string) string {
+	// Braces of the object's own (Prometheus' templates in the alerts'
+	// annotations) stay text: Helm reads "{{" as an action's start, and
+	// a "}}" outside an action as text.
+	text := strings.ReplaceAll(string(data), "{{", `{{ "{{" }}`)
+	text = markLine.ReplaceAllStringFunc(text, func(line string) string {
 		m := markLine.FindStringSubmatch(line)
 		indent, key, name := m[1], m[2], m[3]
 		if s, ok := scalars[name]; ok {

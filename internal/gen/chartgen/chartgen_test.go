@@ -2,6 +2,7 @@ package chartgen_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,25 @@ func TestChartInstallsWhatMakeDeployDoes(t *testing.T) {
 	}
 }
 
+// TestChartAlertsAreConfigs: the chart's PrometheusRule holds
+// config/prometheus/alerts.yaml's rules as they are, Prometheus' own
+// template braces included.
+func TestChartAlertsAreConfigs(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "alerts.yaml"))
+	if os.IsNotExist(err) {
+		t.Skip("no alerts")
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	want := map[string]any{}
+	g.Expect(yaml.Unmarshal(data, &want)).To(Succeed())
+	got := render(t, map[string]any{"prometheusRule": map[string]any{"enabled": true}})
+	rule := got["PrometheusRule/platform-operator-alerts"]
+	g.Expect(rule).NotTo(BeNil())
+	g.Expect(rule["spec"]).To(Equal(want["spec"]))
+	g.Expect(fmt.Sprint(rule["spec"])).To(ContainSubstring("{{ $labels.kind }}"))
+}
+
 // TestChartValues: each install-time value reaches the object it sets.
 func TestChartValues(t *testing.T) {
 	g := NewWithT(t)
@@ -131,5 +151,6 @@ func TestChartValues(t *testing.T) {
 	}
 
 	off := render(t, map[string]any{"crds": map[string]any{"install": false}})
+	g.Expect(off).NotTo(HaveKey("ServiceMonitor/platform-operator-controller-manager-metrics-monitor"), "off by default")
 	g.Expect(off).NotTo(HaveKey("CustomResourceDefinition/nginxes.web.acme.com"))
 }
