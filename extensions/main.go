@@ -1,6 +1,7 @@
 // Command extensions is the operator's Go sidecar: controllers for what Helm
 // templates cannot express. It runs next to the manager (Helm runtime) in
-// the same Pod, leader-elected on its own Lease.
+// the same Pod, leader-elected on its own Lease. `extensions uninstall`
+// prepares the operator's removal instead (extensions/internal/uninstall).
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/acme/platform-operator/extensions/internal/cronscaler"
 	"github.com/acme/platform-operator/extensions/internal/rotation"
 	"github.com/acme/platform-operator/extensions/internal/tenant"
+	"github.com/acme/platform-operator/extensions/internal/uninstall"
 	"github.com/acme/platform-operator/internal/operator/managersetup"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
@@ -38,6 +40,11 @@ var notHelmRecords = func() labels.Selector {
 }()
 
 func main() {
+	// `extensions uninstall ...` checks (or deletes) what is left before
+	// the operator is removed; it has flags of its own.
+	if len(os.Args) > 1 && os.Args[1] == uninstall.Name {
+		os.Exit(uninstall.Command(ctrl.SetupSignalHandler(), os.Args[0], os.Args[2:], os.Stdout, os.Stderr))
+	}
 	// The ports differ from the manager's: both containers share the Pod's
 	// network.
 	opts := managersetup.Defaults("platform-operator-extensions.acme.com", ":8444", ":8082")
