@@ -15,7 +15,7 @@ test-alerts: ## Check and test the Prometheus alerts (config/prometheus) with pr
 
 .PHONY: test-integration
 test-integration: cluster-binaries ## Integration tests on a real etcd + kube-apiserver (envtest, bin/k8s).
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/operator/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/gen/crdgen/...
+	KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -timeout 20m ./internal/operator/helmruntime/... ./extensions/internal/cronscaler/... ./extensions/internal/tenant/... ./extensions/internal/admission/... ./internal/gen/crdgen/... ./extensions/internal/uninstall/...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries build sdk-helm-operator helm ## End-to-end tests: both binaries on a full local cluster; the README's quick start beside them.

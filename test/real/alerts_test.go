@@ -38,7 +38,7 @@ func TestNotReadyAlertFiresAndResolves(t *testing.T) {
 	const alert = "PlatformOperatorReleaseNotReady"
 	g.Eventually(func(g Gomega) {
 		g.Expect(prom.targetsUp(g)).To(BeNumerically(">=", 4), "two Pods, two endpoints each")
-	}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
 	g.Expect(prom.alertState(g, alert, "Nginx")).To(BeEmpty(), "no Nginx is not Ready before the test breaks one")
 
 	cluster.CreateNamespace(t, ns)
@@ -50,7 +50,7 @@ func TestNotReadyAlertFiresAndResolves(t *testing.T) {
 	cluster.Apply(t, ns, manifest("does-not-exist"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(prom.alertState(g, alert, "Nginx")).To(Equal("firing"))
-	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("%s firing %s after the broken Nginx was applied (for: %s)", alert, time.Since(broken).Round(time.Second), notReadyFor)
 
 	fixed := time.Now()
@@ -60,7 +60,7 @@ func TestNotReadyAlertFiresAndResolves(t *testing.T) {
 	ready := time.Since(fixed)
 	g.Eventually(func(g Gomega) {
 		g.Expect(prom.alertState(g, alert, "Nginx")).To(BeEmpty())
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("%s resolved %s after the fix (Ready after %s)", alert, time.Since(fixed).Round(time.Second), ready.Round(time.Second))
 }
 
@@ -123,7 +123,9 @@ subjects:
   name: prometheus
   namespace: real-prometheus
 `)
-	t.Cleanup(func() { _, _ = cluster.Kubectl("delete", "clusterrolebinding", "real-prometheus-metrics-reader", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl("delete", "clusterrolebinding", "real-prometheus-metrics-reader", "--ignore-not-found")
+	})
 	token, err := cluster.Kubectl("create", "token", "prometheus", "-n", "real-prometheus", "--duration=1h")
 	g.Expect(err).NotTo(HaveOccurred(), token)
 	g.Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(strings.TrimSpace(token)), 0o600)).To(Succeed())
@@ -175,8 +177,7 @@ scrape_configs:
 		}
 		if t.Failed() {
 			data, _ := os.ReadFile(log.Name())
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			t.Logf("prometheus log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			t.Logf("prometheus log:\n%s", lastLines(string(data), 40))
 		}
 		log.Close()
 	})

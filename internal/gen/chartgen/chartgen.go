@@ -73,8 +73,12 @@ func Generate(root string, c Chart) (map[string][]byte, error) {
 	objs = append(objs, monitoring...)
 
 	groups := map[string][]string{}
+	var crds []map[string]any
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
+		if kind == "CustomResourceDefinition" {
+			crds = append(crds, o)
+		}
 		if kind == "Namespace" {
 			// helm install --namespace X --create-namespace; Helm cannot own
 			// the namespace it stores its release in.
@@ -99,6 +103,11 @@ func Generate(root string, c Chart) (map[string][]byte, error) {
 		}
 		out[TemplatesDir+"/"+file] = []byte(header + body)
 	}
+	hook, err := uninstallHook(crds)
+	if err != nil {
+		return nil, err
+	}
+	out[TemplatesDir+"/uninstall-hook.yaml"] = []byte(header + hook)
 	dashboard, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "dashboard.json"))
 	switch {
 	case err == nil:
@@ -119,8 +128,11 @@ func currentVersion(file string) (string, error) {
 	var meta struct {
 		Version string `json:"version"`
 	}
-	if err := yaml.Unmarshal(data, &meta); err != nil || meta.Version == "" {
-		return "", fmt.Errorf("%s: no version (%v)", file, err)
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	if meta.Version == "" {
+		return "", fmt.Errorf("%s: no version", file)
 	}
 	return meta.Version, nil
 }

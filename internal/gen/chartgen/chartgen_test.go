@@ -91,6 +91,11 @@ func TestChartInstallsWhatMakeDeployDoes(t *testing.T) {
 	}
 	repo, tag, _ := strings.Cut(image, ":")
 	got := render(t, map[string]any{"image": map[string]any{"repository": repo, "tag": tag}})
+	for k, o := range got {
+		if ann, _ := o["metadata"].(map[string]any)["annotations"].(map[string]any); ann["helm.sh/hook"] != nil {
+			delete(got, k) // helm uninstall's check, TestChartUninstallHook
+		}
+	}
 	g.Expect(got).To(HaveLen(len(want)))
 	for k, w := range want {
 		wy, _ := yaml.Marshal(w)
@@ -116,6 +121,29 @@ func TestChartAlertsAreConfigs(t *testing.T) {
 	g.Expect(rule).NotTo(BeNil())
 	g.Expect(rule["spec"]).To(Equal(want["spec"]))
 	g.Expect(fmt.Sprint(rule["spec"])).To(ContainSubstring("{{ $labels.kind }}"))
+}
+
+// TestChartUninstallHook: helm uninstall first runs the operator image's
+// uninstall check, allowed to read and delete every kind's resources; it
+// refuses by default and deletes them when told to.
+func TestChartUninstallHook(t *testing.T) {
+	g := NewWithT(t)
+	got := render(t, map[string]any{"image": map[string]any{"repository": "localhost:5000/po", "tag": "dev"}})
+	job, _ := yaml.Marshal(got["Job/platform-operator-uninstall"])
+	g.Expect(string(job)).To(ContainSubstring("helm.sh/hook: pre-delete"))
+	g.Expect(string(job)).To(ContainSubstring("image: localhost:5000/po:dev"))
+	g.Expect(string(job)).To(ContainSubstring("- --timeout=4m"))
+	g.Expect(string(job)).NotTo(ContainSubstring("--delete-resources"))
+	role, _ := yaml.Marshal(got["ClusterRole/platform-operator-uninstall"])
+	for _, plural := range []string{"nginxes", "webapps", "namespacetenants", "cronscalers", "customresourcedefinitions"} {
+		g.Expect(string(role)).To(ContainSubstring(plural))
+	}
+
+	got = render(t, map[string]any{"uninstall": map[string]any{"deleteResources": true}})
+	job, _ = yaml.Marshal(got["Job/platform-operator-uninstall"])
+	g.Expect(string(job)).To(ContainSubstring("--delete-resources"))
+	got = render(t, map[string]any{"uninstall": map[string]any{"check": false}})
+	g.Expect(got).NotTo(HaveKey("Job/platform-operator-uninstall"))
 }
 
 // TestChartValues: each install-time value reaches the object it sets.

@@ -22,9 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/acme/platform-operator/internal/gen/chartgen"
 	"github.com/acme/platform-operator/internal/gen/chartrender"
 	"github.com/acme/platform-operator/internal/gen/crdgen"
-	"github.com/acme/platform-operator/internal/gen/chartgen"
 	"github.com/acme/platform-operator/internal/gen/csvgen"
 	"github.com/acme/platform-operator/internal/gen/genfile"
 	"github.com/acme/platform-operator/internal/gen/rbacgen"

@@ -34,7 +34,7 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 		"config/rbac/podinfo_admin_role.yaml", "config/rbac/podinfo_editor_role.yaml", "config/rbac/podinfo_viewer_role.yaml",
 		"config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/release_deployer_role.yaml",
 		"config/manifests/bases/platform-operator.clusterserviceversion.yaml",
-		"dist/chart/templates/config/crds.yaml", "dist/chart/templates/config/rbac.yaml",
+		"dist/chart/templates/config/crds.yaml", "dist/chart/templates/config/rbac.yaml", "dist/chart/templates/config/uninstall-hook.yaml",
 	}
 	got := testkit.Changed(before, after)
 	if strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
