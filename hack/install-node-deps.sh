@@ -18,6 +18,7 @@ packages=(
   docker-registry              # local registry on 127.0.0.1:5000
   iproute2                     # ip: the node's bridge and the service route
   util-linux                   # mount/umount for kubelet's volumes
+  prometheus                   # make test-real's alert test scrapes the operator with it
 )
 
 missing=()
