@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 var (
@@ -82,7 +84,46 @@ func (u *Uninstaller) Run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(u.Out, "No resource of the operator's kinds (%s) is left%s.\n", kindList(crds), u.scope())
-	return u.prepareConversion(ctx, crds)
+	if err := u.prepareConversion(ctx, crds); err != nil {
+		return err
+	}
+	if u.Selector != "" {
+		return nil
+	}
+	return u.removeIdentities(ctx)
+}
+
+// identities are the kinds of what the operator creates in each release's
+// namespace to apply releases as (releaseidentity.Managed).
+var identities = []schema.GroupVersionResource{
+	{Version: "v1", Resource: "serviceaccounts"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// removeIdentities deletes the ServiceAccounts and RoleBindings the
+// operator created for its releases (labelled
+// releaseidentity.ManagedByLabel), which no release needs once none is
+// left: nothing of the operator stays in its tenants' namespaces.
+func (u *Uninstaller) removeIdentities(ctx context.Context) error {
+	selector := releaseidentity.ManagedByLabel + "=" + releaseidentity.ManagedByValue
+	removed := 0
+	for _, gvr := range identities {
+		items, err := u.list(ctx, gvr, selector, 0)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			err := u.Objects.Resource(gvr).Namespace(item.Namespace).Delete(ctx, item.Name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, item.Namespace, item.Name, err)
+			}
+			removed++
+		}
+	}
+	if removed > 0 {
+		fmt.Fprintf(u.Out, "Removed the %d ServiceAccounts and RoleBindings the operator made for its releases (%s).\n", removed, selector)
+	}
+	return nil
 }
 
 // ownedCRDs returns the installed CRDs of the operator's kinds.

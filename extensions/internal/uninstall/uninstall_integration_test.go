@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/acme/platform-operator/internal/devtools/testenv"
+	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 )
 
 // The integration tests share one API server (etcd and kube-apiserver from
@@ -388,4 +390,31 @@ func TestNoCRDs(t *testing.T) {
 	u.Kinds = []schema.GroupKind{{Group: "nothing.acme.com", Kind: "Nothing"}}
 	g.Expect(u.Run(context.Background())).To(Succeed())
 	g.Expect(out.String()).To(Equal("No CRD of the operator's kinds is installed.\n"))
+}
+
+// TestRemovesManagedIdentities: with no resource left, the ServiceAccounts
+// and RoleBindings the operator made for its releases go too; others stay.
+func TestRemovesManagedIdentities(t *testing.T) {
+	g := NewWithT(t)
+	k := connect(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "identities"}}
+	g.Expect(k.c.Create(ctx, ns)).To(Succeed())
+	managed := map[string]string{releaseidentity.ManagedByLabel: releaseidentity.ManagedByValue}
+	g.Expect(k.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "platform-operator-release", Labels: managed}})).To(Succeed())
+	g.Expect(k.c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "platform-operator-release", Labels: managed},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns.Name, Name: "platform-operator-release"}},
+	})).To(Succeed())
+	g.Expect(k.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "theirs"}})).To(Succeed())
+
+	var out strings.Builder
+	g.Expect(k.uninstaller(t, &out, false, time.Minute, "").Run(ctx)).To(Succeed(), out.String())
+	g.Expect(out.String()).To(ContainSubstring("Removed the 2 ServiceAccounts and RoleBindings the operator made for its releases (app.kubernetes.io/managed-by=platform-operator).\n"))
+	err := k.c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "platform-operator-release"}, &corev1.ServiceAccount{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	err = k.c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "platform-operator-release"}, &rbacv1.RoleBinding{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	g.Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "theirs"}, &corev1.ServiceAccount{})).To(Succeed())
 }

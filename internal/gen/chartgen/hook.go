@@ -11,7 +11,9 @@ import (
 // runs), with the rights it needs on the CRDs and on every resource of
 // the operator's kinds, which crds lists. It refuses while any resource
 // exists, naming them, or with uninstall.deleteResources deletes them and
-// waits for their finalizers while the operator still runs.
+// waits for their finalizers while the operator still runs; then it
+// removes the ServiceAccounts and RoleBindings the operator made for its
+// releases.
 func uninstallHook(crds []map[string]any) (string, error) {
 	byGroup := map[string][]string{}
 	for _, crd := range crds {
@@ -74,6 +76,13 @@ rules:
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
   verbs: [get, list, patch]
+# What the operator made in each release's namespace to apply releases as.
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [list, delete]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [rolebindings]
+  verbs: [list, delete]
 @rules@---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
