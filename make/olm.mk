@@ -72,6 +72,15 @@ BUNDLE_GEN = $(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bund
 # are what an operator without them runs (test/shipping keeps both equal).
 RELATED_IMAGES = RELATED_IMAGE_NGINX RELATED_IMAGE_NGINX_EXPORTER RELATED_IMAGE_POSTGRES
 
+# The namespace `operator-sdk run bundle` installed the operator into
+# (docs/operations.md, Install with OLM).
+BUNDLE_NAMESPACE ?= platform-operator-system
+
+.PHONY: bundle-cleanup
+bundle-cleanup: build operator-sdk ## Remove the operator run bundle installed (operator-sdk cleanup); refuses while resources of its kinds exist (DELETE_RESOURCES=1 deletes them first).
+	$(uninstall-check)
+	$(OPERATOR_SDK) cleanup platform-operator --namespace $(BUNDLE_NAMESPACE) --timeout $(UNINSTALL_TIMEOUT)
+
 .PHONY: set-related-images
 set-related-images:
 	@$(foreach v,$(RELATED_IMAGES),$(if $($(v)),sed -i '/- name: $(v)$$/{n;s|value: .*|value: $($(v))|}' config/manager/manager.yaml &&) ) true

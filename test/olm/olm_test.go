@@ -436,20 +436,29 @@ func expectNginxPods(ctx context.Context, g Gomega, ns, name, image string) {
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
 
-// testCleanup follows the uninstall order of docs/operations.md: the custom resources
-// first, so their finalizers run, then `operator-sdk cleanup`. Nothing of
-// the operator or its releases is left.
+// testCleanup removes the operator as docs/operations.md says: `make
+// bundle-cleanup` refuses while resources of its kinds exist, naming them,
+// and removes nothing; with DELETE_RESOURCES=1 it deletes them first, so
+// their finalizers run, then runs `operator-sdk cleanup`. Nothing of the
+// operator or its releases is left.
 func testCleanup(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	out, err := cluster.Kubectl("delete", "nginx,webapp,cronscaler", "--all", "-A", "--wait=true", "--timeout=180s")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = cluster.Kubectl("delete", "namespacetenant", "--all", "--wait=true", "--timeout=180s")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	env := []string{"SSL_CERT_FILE=" + cluster.RegistryCA}
+	out, err := cluster.RunEnv(env, "", "make", "--no-print-directory", "bundle-cleanup")
+	g.Expect(err).To(HaveOccurred(), "make bundle-cleanup with resources present:\n%s", out)
+	g.Expect(out).To(ContainSubstring("Refusing to continue"))
+	g.Expect(out).To(ContainSubstring("NamespaceTenant team-"))
+	g.Expect(out).To(ContainSubstring("nothing of the operator was removed"))
+	items, err := cluster.List(ctx, csvGVK, operatorNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(items).NotTo(BeEmpty(), "the CSV is still there")
+	t.Logf("make bundle-cleanup refused:\n%s", out)
+
 	start := time.Now()
-	out, err = operatorSDK("cleanup", packageName, "--namespace", operatorNamespace, "--timeout", "3m")
+	out, err = cluster.RunEnv(env, "", "make", "--no-print-directory", "bundle-cleanup", "DELETE_RESOURCES=1", "UNINSTALL_TIMEOUT=3m")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	t.Logf("operator-sdk cleanup took %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("make bundle-cleanup DELETE_RESOURCES=1 took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
 
 	g.Eventually(func(g Gomega) {
 		for _, gvk := range []schema.GroupVersionKind{csvGVK, subscriptionGVK, catalogGVK} {
