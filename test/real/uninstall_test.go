@@ -1,8 +1,10 @@
 package real
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,16 @@ func TestUninstallStrandsNothing(t *testing.T) {
 	t.Logf("make undeploy refused in %s:\n%s", time.Since(start).Round(time.Millisecond), lastLines(out, 12))
 	expectOperatorRunning(g)
 
-	// helm uninstall: the pre-delete hook refuses the same way.
+	// helm uninstall: the pre-delete hook refuses the same way. Helm has
+	// marked the release uninstalling by then; nothing was removed, and
+	// helm rollback to the revision it was makes it deployed again.
+	out, err = helm("status", "platform-operator", "--namespace", operatorNamespace, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	var status struct {
+		Version int `json:"version"`
+	}
+	g.Expect(json.Unmarshal([]byte(out), &status)).To(Succeed(), out)
+	revision := strconv.Itoa(status.Version)
 	start = time.Now()
 	out, err = helm("uninstall", "platform-operator", "--namespace", operatorNamespace, "--timeout", "3m")
 	g.Expect(err).To(HaveOccurred(), "helm uninstall with resources present:\n%s", out)
@@ -56,6 +67,8 @@ func TestUninstallStrandsNothing(t *testing.T) {
 	}
 	t.Logf("helm uninstall refused in %s: %s\nthe Job's log:\n%s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(out), lastLines(logs, 12))
 	expectOperatorRunning(g)
+	out, err = helm("rollback", "platform-operator", revision, "--namespace", operatorNamespace)
+	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = helm("status", "platform-operator", "--namespace", operatorNamespace)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("STATUS: deployed"))
