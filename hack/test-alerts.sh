@@ -5,33 +5,15 @@
 # the PrometheusRule's spec (every line after its top-level "spec:", which
 # must be the last top-level key) is written, two spaces less indented, to
 # a temporary file first. promtool comes from Debian's prometheus package,
-# installed when missing (root); the package's daemons are not started.
+# installed when missing (root, hack/apt-install.sh); the package's daemons
+# are not started.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/config/prometheus"
 
 if ! command -v promtool >/dev/null; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "test-alerts: promtool is missing; need root to install Debian's prometheus package" >&2
-    exit 1
-  fi
-  echo "test-alerts: installing prometheus (for promtool)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # policy-rc.d stops the package's init scripts from starting the
-  # prometheus and node exporter daemons.
-  policy=/usr/sbin/policy-rc.d
-  created_policy=
-  if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy"
-    chmod +x "$policy"
-    created_policy=1
-  fi
-  trap '[ -n "$created_policy" ] && rm -f "$policy"' EXIT
-  apt-get install -y -qq --no-install-recommends prometheus
-  if [ -n "$created_policy" ]; then rm -f "$policy"; fi
-  trap - EXIT
+  "$root/hack/apt-install.sh" prometheus
 fi
 
 tmp=$(mktemp -d)
