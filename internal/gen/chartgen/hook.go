@@ -39,7 +39,18 @@ func uninstallHook(crds []map[string]any) (string, error) {
 	return strings.NewReplacer("@rules@", rules.String(), "@image@", scalars["image"]).Replace(hookTemplate), nil
 }
 
-const hookTemplate = `{{- if .Values.uninstall.check }}
+const hookTemplate = `{{- define "platform-operator.uninstallHook" }}
+{{- $ := index . 0 }}
+  labels:
+    app.kubernetes.io/name: platform-operator
+    app.kubernetes.io/managed-by: {{ $.Release.Service }}
+    app.kubernetes.io/instance: {{ $.Release.Name }}
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-weight: {{ index . 1 | quote }}
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
+{{- if .Values.uninstall.check }}
 # helm uninstall runs this Job first (docs/operations.md#uninstall): while
 # the operator still runs, it refuses when resources of the operator's kinds
 # exist, naming them in its log, or with uninstall.deleteResources deletes
@@ -51,27 +62,13 @@ kind: ServiceAccount
 metadata:
   name: platform-operator-uninstall
   namespace: {{ .Release.Namespace }}
-  labels:
-    app.kubernetes.io/name: platform-operator
-    app.kubernetes.io/managed-by: {{ .Release.Service }}
-    app.kubernetes.io/instance: {{ .Release.Name }}
-  annotations:
-    helm.sh/hook: pre-delete
-    helm.sh/hook-weight: "-10"
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+  {{- include "platform-operator.uninstallHook" (list . "-10") }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: platform-operator-uninstall
-  labels:
-    app.kubernetes.io/name: platform-operator
-    app.kubernetes.io/managed-by: {{ .Release.Service }}
-    app.kubernetes.io/instance: {{ .Release.Name }}
-  annotations:
-    helm.sh/hook: pre-delete
-    helm.sh/hook-weight: "-10"
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+  {{- include "platform-operator.uninstallHook" (list . "-10") }}
 rules:
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
@@ -88,14 +85,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
   name: platform-operator-uninstall
-  labels:
-    app.kubernetes.io/name: platform-operator
-    app.kubernetes.io/managed-by: {{ .Release.Service }}
-    app.kubernetes.io/instance: {{ .Release.Name }}
-  annotations:
-    helm.sh/hook: pre-delete
-    helm.sh/hook-weight: "-10"
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+  {{- include "platform-operator.uninstallHook" (list . "-10") }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
@@ -110,15 +100,8 @@ kind: Job
 metadata:
   name: platform-operator-uninstall
   namespace: {{ .Release.Namespace }}
-  labels:
-    app.kubernetes.io/name: platform-operator
-    app.kubernetes.io/managed-by: {{ .Release.Service }}
-    app.kubernetes.io/instance: {{ .Release.Name }}
-  annotations:
-    helm.sh/hook: pre-delete
-    helm.sh/hook-weight: "0"
-    # A failed Job stays, with its log, until the next helm uninstall.
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+  # A failed Job stays, with its log, until the next helm uninstall.
+  {{- include "platform-operator.uninstallHook" (list . "0") }}
 spec:
   backoffLimit: 0
   template:
