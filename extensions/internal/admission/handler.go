@@ -10,6 +10,9 @@
 //     reads them by (watchconfig.Remediation.For);
 //   - a release name another resource already owns or claims, or a
 //     release installed by hand (admissioncheck.Checker);
+//   - a spec.valuesFrom that names a Secret or ConfigMap the requesting
+//     user may not get (ValuesFromAccess), or, not optional, one that does
+//     not exist or lacks the key (admissioncheck.Checker);
 //   - a spec the kind's chart does not render with, rendered exactly as
 //     the runtime would, or renders into a release whose record is larger
 //     than a Secret may hold (admissioncheck.Checker);
@@ -57,6 +60,9 @@ type Validator struct {
 	Check   *admissioncheck.Checker
 	Targets cronscaler.TargetClaims
 	Tenants tenant.NamespaceClaims
+	// Access refuses a spec.valuesFrom that names an object the
+	// requesting user may not get.
+	Access ValuesFromAccess
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -92,6 +98,15 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	if !specChanged {
 		return admission.Allowed("")
+	}
+	if v.Check.Reconciles(obj) {
+		errs, err := v.Access.Check(ctx, req.UserInfo, obj)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if len(errs) > 0 {
+			return refuse(obj, errs)
+		}
 	}
 	errs, warnings, err := v.check(ctx, obj, old)
 	if err != nil {

@@ -116,6 +116,10 @@ func generateKind(root, outDir string, k *apikinds.Kind) (string, []byte, error)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", schemaFile, err)
 	}
+	if err := checkReserved(root, k, spec); err != nil {
+		return "", nil, err
+	}
+	addValuesFrom(k, spec)
 	crd := BuildCRD(k, spec)
 	if err := addVersions(crd, k); err != nil {
 		return "", nil, fmt.Errorf("%s: %w", schemaFile, err)

@@ -58,9 +58,13 @@ const (
 // the reconcile's record until a reconcile with those values succeeds, so
 // a failed install claims nothing, and its retries do not repeat the claim.
 type valuesTranslator struct {
-	values   release.Values
-	nsFor    helmclient.ObjectToStringMapper
-	reader   client.Reader
+	values release.Values
+	nsFor  helmclient.ObjectToStringMapper
+	reader client.Reader
+	// sources reads the Secrets and ConfigMaps a spec's valuesFrom names
+	// from the API server, with the operator's identity: the manager
+	// caches neither kind's data for them (valuesfrom.go).
+	sources  client.Reader
 	recorder record.EventRecorder
 	log      logr.Logger
 	// random returns a random string of n letters and digits.
@@ -73,8 +77,8 @@ var (
 )
 
 func newValuesTranslator(v release.Values, nsFor helmclient.ObjectToStringMapper,
-	reader client.Reader, recorder record.EventRecorder, log logr.Logger) *valuesTranslator {
-	return &valuesTranslator{values: v, nsFor: nsFor, reader: reader, recorder: recorder, log: log, random: randomString}
+	reader, sources client.Reader, recorder record.EventRecorder, log logr.Logger) *valuesTranslator {
+	return &valuesTranslator{values: v, nsFor: nsFor, reader: reader, sources: sources, recorder: recorder, log: log, random: randomString}
 }
 
 // Exec records the Events of obj's translation: the reconcile that used
@@ -114,7 +118,7 @@ func (t *valuesTranslator) Translate(ctx context.Context, obj *unstructured.Unst
 		}
 		return v, err
 	}
-	vals, err := t.values.Translate(spec, fill)
+	vals, err := t.values.Translate(spec, fill, release.SourceReader(ctx, t.sources, obj.GetNamespace()))
 	rec.SetEvents(events)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ func TestReconcilerValuesAreReleaseValues(t *testing.T) {
 			s, _ := release.NestedString(rel.Config, gv.Segments)
 			return s, nil
 		}
-		want, err := rules[tc.kind].Compute(tc.spec, fromRelease)
+		want, err := rules[tc.kind].Compute(tc.spec, fromRelease, nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(rel.Config).To(Equal(map[string]any(want)), "%s %s: the release's values", tc.kind, tc.name)
 		if tc.kind == "Vault" {

@@ -140,7 +140,7 @@ func TestValuesTranslator(t *testing.T) {
 			recorder := record.NewFakeRecorder(10)
 			vals, err := watchconfig.ResolvedWatch{Chart: chartWithAnnotation(decl)}.Values()
 			g.Expect(err).NotTo(HaveOccurred())
-			tr := newValuesTranslator(vals, watchconfig.ReleaseNamespaceMapper(false, ""), secretReader{secrets: secrets}, recorder, logr.Discard())
+			tr := newValuesTranslator(vals, watchconfig.ReleaseNamespaceMapper(false, ""), secretReader{secrets: secrets}, secretReader{secrets: secrets}, recorder, logr.Discard())
 			tr.random = func(n int) (string, error) { return generated[:n], nil }
 			obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": tc.spec}}
 			obj.SetNamespace("ns")

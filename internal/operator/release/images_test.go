@@ -66,22 +66,22 @@ func TestValuesComputeImageDefaults(t *testing.T) {
 	}
 
 	t.Log("unset blocks run the defaults; a digest default keeps the chart's tag for labels")
-	vals, err := v.Compute(map[string]interface{}{"image": map[string]interface{}{"pullPolicy": "Always"}}, Placeholder)
+	vals, err := v.Compute(map[string]interface{}{"image": map[string]interface{}{"pullPolicy": "Always"}}, Placeholder, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(image(vals, "image")).To(Equal(map[string]interface{}{"repository": "mirror/nginx", "tag": "1.27", "digest": digest, "pullPolicy": "Always"}))
 	g.Expect(image(vals, "metrics", "image")).To(Equal(map[string]interface{}{"repository": "mirror/exporter", "tag": "1.5", "digest": ""}))
 
 	t.Log("a spec that sets only a tag keeps the chart's repository, not the default's")
-	vals, err = v.Compute(map[string]interface{}{"image": map[string]interface{}{"tag": "1.25"}}, Placeholder)
+	vals, err = v.Compute(map[string]interface{}{"image": map[string]interface{}{"tag": "1.25"}}, Placeholder, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(image(vals, "image")).To(Equal(map[string]interface{}{"repository": "nginx", "tag": "1.25", "digest": "", "pullPolicy": "IfNotPresent"}))
 
 	t.Log("no defaults: the chart's own")
-	vals, err = Values{Chart: chrt}.Compute(nil, Placeholder)
+	vals, err = Values{Chart: chrt}.Compute(nil, Placeholder, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(image(vals, "image")["repository"]).To(Equal("nginx"))
 
 	t.Log("a block that is not a map is an error, not a panic")
-	_, err = v.Compute(map[string]interface{}{"metrics": "off"}, Placeholder)
+	_, err = v.Compute(map[string]interface{}{"metrics": "off"}, Placeholder, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("image default metrics.image")))
 }

@@ -31,8 +31,8 @@ type Fill func(manifest.CompiledValue) (string, error)
 // check calls it; the runtime's values translator calls Translate, and
 // the library's reconciler does the first and last steps around it (see
 // Translate), so both render with one chain of steps.
-func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Values, error) {
-	vals, err := v.Translate(spec, fill)
+func (v Values) Compute(spec map[string]interface{}, fill Fill, read ReadSource) (chartutil.Values, error) {
+	vals, err := v.Translate(spec, fill, read)
 	if err != nil {
 		return nil, err
 	}
@@ -40,8 +40,12 @@ func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Value
 }
 
 // Translate returns the values of spec before the chart's defaults, on a
-// copy of spec, in three steps:
+// copy of spec, in four steps:
 //
+//  0. the values of the Secret and ConfigMap keys that spec.valuesFrom
+//     names, read through read, are merged over the spec's in order, and
+//     valuesFrom itself is removed
+//     (ApplyValuesFrom; read may be nil for a spec without valuesFrom);
 //  1. the override values are set (ApplyOverrides);
 //  2. every generated value the spec leaves empty is filled by fill
 //     (FillGenerated; the runtime fills from the stored release, a kept
@@ -54,10 +58,14 @@ func (v Values) Compute(spec map[string]interface{}, fill Fill) (chartutil.Value
 // translator, and coalesces what the translator returns with the chart's
 // defaults: setting the same overrides again changes nothing, so the
 // reconciler's values are Compute's.
-func (v Values) Translate(spec map[string]interface{}, fill Fill) (map[string]interface{}, error) {
+func (v Values) Translate(spec map[string]interface{}, fill Fill, read ReadSource) (map[string]interface{}, error) {
 	vals := runtime.DeepCopyJSON(spec)
 	if vals == nil {
 		vals = map[string]interface{}{}
+	}
+	vals, err := ApplyValuesFrom(vals, read)
+	if err != nil {
+		return nil, err
 	}
 	if err := ApplyOverrides(vals, v.Overrides); err != nil {
 		return nil, err

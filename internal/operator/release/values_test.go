@@ -64,7 +64,7 @@ func TestValuesCompute(t *testing.T) {
 		return "generated", nil
 	}
 
-	vals, err := v.Compute(spec, fill)
+	vals, err := v.Compute(spec, fill, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("the override wins over the spec")
 	g.Expect(vals).To(HaveKeyWithValue("replicas", BeNumerically("==", 5)))
