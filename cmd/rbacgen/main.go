@@ -22,6 +22,7 @@ func main() {
 	flag.StringVar(&in.Root, "root", ".", "repository root; the other paths are relative to it")
 	flag.StringVar(&in.Kinds, "kinds", "config/crd/kinds.yaml", "the chart-backed kinds")
 	flag.StringVar(&in.Samples, "samples", "config/samples", "the sample resources the charts are rendered with")
+	flag.StringVar(&in.Watches, "watches", "watches.yaml", "the watches file, whose crds fields say what the runtime does with each chart's crds/")
 	flag.StringVar(&role, "role", "config/rbac/role.yaml", "the ClusterRole file to update")
 	flag.StringVar(&deployer, "deployer-role", "config/rbac/release_deployer_role.yaml", "the release deployer ClusterRole file to write")
 	check := flag.Bool("check", false, "write nothing; fail if the role file is stale")

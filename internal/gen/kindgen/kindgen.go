@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -30,6 +31,7 @@ import (
 	"github.com/acme/platform-operator/internal/gen/rbacgen"
 	"github.com/acme/platform-operator/internal/gen/schemainfer"
 	"github.com/acme/platform-operator/internal/operator/apikinds"
+	"github.com/acme/platform-operator/internal/operator/manifest"
 )
 
 // Options name the chart and the kind it becomes.
@@ -151,15 +153,68 @@ func (g *gen) schema() error {
 		fmt.Fprintf(g.Log, "kept      %s (written by hand)\n", rel)
 		return nil
 	}
-	values, err := os.ReadFile(g.at(path.Join(g.Chart, "values.yaml")))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	ch, err := chartrender.LoadChart(g.at(g.Chart))
+	if err != nil {
 		return err
 	}
-	inferred, err := schemainfer.Infer(values)
+	inferred, err := inferChart(ch, g.Chart)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path.Join(g.Chart, "values.yaml"), err)
+		return err
 	}
 	return g.write(rel, inferred)
+}
+
+// inferChart infers the values schema of ch (at dir, for messages) from
+// its values.yaml and, under each dependency's alias or name, from its
+// subcharts' (library charts have no values).
+func inferChart(ch *chart.Chart, dir string) ([]byte, error) {
+	var values []byte
+	for _, f := range ch.Raw {
+		if f.Name == "values.yaml" {
+			values = f.Data
+		}
+	}
+	own, err := schemainfer.Infer(values)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Join(dir, "values.yaml"), err)
+	}
+	subs := map[string][]byte{}
+	used := map[string]bool{}
+	add := func(key string, sub *chart.Chart) error {
+		if sub.Metadata.Type == "library" {
+			return nil
+		}
+		s, err := inferChart(sub, path.Join(dir, "charts", sub.Name()))
+		if err != nil {
+			return err
+		}
+		subs[key] = s
+		return nil
+	}
+	for _, dep := range ch.Metadata.Dependencies {
+		for _, sub := range ch.Dependencies() {
+			if sub.Name() != dep.Name {
+				continue
+			}
+			used[sub.Name()] = true
+			key := dep.Name
+			if dep.Alias != "" {
+				key = dep.Alias
+			}
+			if err := add(key, sub); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Helm renders a chart in charts/ that no dependency lists too.
+	for _, sub := range ch.Dependencies() {
+		if !used[sub.Name()] {
+			if err := add(sub.Name(), sub); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return schemainfer.WithSubcharts(own, subs)
 }
 
 // sampleMarker starts a sample this command wrote; without it the sample
@@ -393,7 +448,28 @@ func (g *gen) watches() error {
 		return err
 	}
 	entry := fmt.Sprintf("- group: %s\n  version: %s\n  kind: %s\n  chart: %s\n  watchDependentResources: true\n", g.Group, g.Version, g.Kind, g.Chart)
+	crds, err := g.crdsField()
+	if err != nil {
+		return err
+	}
+	entry += crds
 	return g.write(rel, []byte(strings.TrimRight(string(data), "\n")+"\n"+entry+allow))
+}
+
+// crdsField is the crds field of a new watches.yaml entry: "crds: create"
+// (the default, written so that the choice is visible) when the chart or
+// a subchart has a crds/ directory with CRDs, else nothing.
+func (g *gen) crdsField() (string, error) {
+	ch, err := chartrender.LoadChart(g.at(g.Chart))
+	if err != nil {
+		return "", err
+	}
+	crds, err := manifest.ChartCRDs(ch)
+	if err != nil || len(crds) == 0 {
+		return "", err
+	}
+	fmt.Fprintf(g.Log, "note      the chart has %d CRD(s) in crds/: its watches.yaml entry says crds: create (skip, create-replace: docs/adding-a-kind.md, \"Charts with CRDs\")\n", len(crds))
+	return "  # What the runtime does with the chart's crds/: skip, create (Helm's way)\n  # or create-replace (docs/adding-a-kind.md, \"Charts with CRDs\").\n  crds: create\n", nil
 }
 
 // allowInEntry reports what the chart places outside a resource's
@@ -524,7 +600,7 @@ func (g *gen) derived() error {
 		return err
 	}
 	fmt.Fprintf(g.Log, "wrote     config/crd/bases (crdgen)\n")
-	roles, err := rbacgen.Generate(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples"})
+	roles, err := rbacgen.Generate(rbacgen.Input{Root: g.Root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples", Watches: "watches.yaml"})
 	if err != nil {
 		return err
 	}

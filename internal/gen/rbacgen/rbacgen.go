@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,10 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/acme/platform-operator/internal/gen/chartrender"
 	"github.com/acme/platform-operator/internal/gen/genfile"
 	"github.com/acme/platform-operator/internal/operator/apikinds"
+	"github.com/acme/platform-operator/internal/operator/manifest"
+	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
 // The marker lines around the generated rules in the role file.
@@ -57,6 +61,10 @@ type Input struct {
 	Root    string
 	Kinds   string // config/crd/kinds.yaml
 	Samples string // config/samples
+	// Watches is watches.yaml, whose crds field says what the runtime
+	// does with each chart's crds/; "" reads none and grants no right on
+	// CRDs.
+	Watches string
 }
 
 // Roles are what the derivation writes.
@@ -114,6 +122,7 @@ func section(kinds []renderedKind) string {
 		writeRendered(&b, read, readVerbs)
 	}
 	writeBinds(&b, binds)
+	writeCRDRules(&b, kinds)
 	b.WriteString(End + "\n")
 	return b.String()
 }
@@ -166,6 +175,10 @@ func deployerRole(kinds []renderedKind) string {
 type renderedKind struct {
 	kind    apikinds.Kind
 	objects []*unstructured.Unstructured
+	// crds are the names of the CRDs of the chart's crds/ directories,
+	// its subcharts' included, and crdPolicy the kind's watches.yaml crds.
+	crds      []string
+	crdPolicy watchconfig.CRDPolicy
 }
 
 // render renders the chart of every kind of in.
@@ -179,6 +192,10 @@ func render(in Input) ([]renderedKind, error) {
 	if err != nil {
 		return nil, err
 	}
+	policies, err := crdPolicies(in)
+	if err != nil {
+		return nil, err
+	}
 	var out []renderedKind
 	var errs []error
 	for _, k := range kinds {
@@ -188,7 +205,12 @@ func render(in Input) ([]renderedKind, error) {
 			errs = append(errs, fmt.Errorf("kind %s: %w", k.Kind, err))
 			continue
 		}
-		rk := renderedKind{kind: k}
+		rk := renderedKind{kind: k, crdPolicy: policies[k.Group+"/"+k.Kind]}
+		if in.Watches != "" && rk.crdPolicy != watchconfig.CRDsSkip {
+			if rk.crds, err = chartCRDNames(at(k.Chart)); err != nil {
+				return nil, fmt.Errorf("kind %s: %w", k.Kind, err)
+			}
+		}
 		for _, r := range renders {
 			for _, o := range objects(r.Result.Objects, r.Result.Hooks) {
 				if _, err := schema.ParseGroupVersion(o.GetAPIVersion()); err != nil {
@@ -200,6 +222,97 @@ func render(in Input) ([]renderedKind, error) {
 		out = append(out, rk)
 	}
 	return out, errors.Join(errs...)
+}
+
+// crdPolicies reads the crds field of in.Watches by group/kind; a kind
+// without an entry, or an entry without the field, has CRDsCreate.
+func crdPolicies(in Input) (map[string]watchconfig.CRDPolicy, error) {
+	out := map[string]watchconfig.CRDPolicy{}
+	if in.Watches == "" {
+		return out, nil
+	}
+	path := filepath.Join(in.Root, filepath.FromSlash(in.Watches))
+	policies, err := watchconfig.LoadCRDPolicies(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in.Watches, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []struct{ Group, Kind string }
+	if err := yaml.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", in.Watches, err)
+	}
+	for i, e := range entries {
+		out[e.Group+"/"+e.Kind] = policies[i]
+	}
+	return out, nil
+}
+
+// chartCRDNames returns the names of the CRDs of the crds/ directories of
+// the chart in dir and of its subcharts.
+func chartCRDNames(dir string) ([]string, error) {
+	ch, err := chartrender.LoadChart(dir)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := manifest.ChartCRDs(ch)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, c := range crds {
+		names = append(names, c.GetName())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// writeCRDRules writes the rights the runtime needs on the CRDs of the
+// charts' crds/, which it applies with its own rights as each kind's
+// watches.yaml crds says (actionpath/crds.go): read them by name; create
+// a missing one (create, create-replace), a right RBAC cannot restrict by
+// name, as a create names no object until it is made; and for
+// create-replace patch them by name (server-side apply). skip needs
+// nothing. Listing and watching every CRD is granted by hand above.
+func writeCRDRules(b *strings.Builder, kinds []renderedKind) {
+	var read, replace, users, replacers []string
+	for _, k := range kinds {
+		if len(k.crds) == 0 || k.crdPolicy == watchconfig.CRDsSkip {
+			continue
+		}
+		read = append(read, k.crds...)
+		users = append(users, fmt.Sprintf("%s: crds: %s", k.kind.Kind, k.crdPolicy))
+		if k.crdPolicy == watchconfig.CRDsCreateReplace {
+			replace = append(replace, k.crds...)
+			replacers = append(replacers, k.kind.Kind)
+		}
+	}
+	if len(read) == 0 {
+		return
+	}
+	sort.Strings(read)
+	writeComment(b, fmt.Sprintf("The CRDs of the charts' crds/ directories, which the runtime applies with its own rights as watches.yaml says (%s): read by name, and created when missing; RBAC cannot restrict a create by name.", strings.Join(users, "; ")))
+	writeRule(b, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, compact(read))
+	writeRule(b, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"create"}, nil)
+	if len(replace) > 0 {
+		sort.Strings(replace)
+		writeComment(b, fmt.Sprintf("create-replace (%s): the CRDs are updated to the chart's version by server-side apply, a patch.", strings.Join(replacers, ", ")))
+		writeRule(b, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"patch"}, compact(replace))
+	}
+}
+
+// compact returns sorted names without repeats.
+func compact(names []string) []string {
+	sort.Strings(names)
+	out := names[:0:0]
+	for i, n := range names {
+		if i == 0 || n != names[i-1] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // addTo records the kinds of object k renders, and the roles they bind.

@@ -1,6 +1,7 @@
 package rbacgen
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,84 @@ func TestSplice(t *testing.T) {
 			}
 			if string(got) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// The runtime's rights on the CRDs of a chart's crds/ follow the kind's
+// watches.yaml crds: none for skip; reading them by name and creating
+// for create (the default); patching them by name too for
+// create-replace. A subchart's crds/ count as the chart's.
+func TestGenerateCRDRightsPerPolicy(t *testing.T) {
+	const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %s}
+spec:
+  group: example.com
+  names: {kind: Thing, plural: things}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+`
+	for _, tc := range []struct {
+		policy string   // the entry's crds field ("": none)
+		want   []string // parts of the generated section
+		not    []string // what it must not hold
+	}{
+		{policy: "skip", not: []string{"customresourcedefinitions"}},
+		{policy: "", want: []string{
+			"(Demo: crds: create)",
+			"  resources: [customresourcedefinitions]\n  verbs: [get]\n  resourceNames: [parts.example.com, things.example.com]\n",
+			"  resources: [customresourcedefinitions]\n  verbs: [create]\n# END",
+		}, not: []string{"verbs: [patch]"}},
+		{policy: "create-replace", want: []string{
+			"(Demo: crds: create-replace)",
+			"verbs: [get]\n  resourceNames: [parts.example.com, things.example.com]\n",
+			"  verbs: [create]\n",
+			"  verbs: [patch]\n  resourceNames: [parts.example.com, things.example.com]\n",
+		}},
+	} {
+		t.Run("crds: "+tc.policy, func(t *testing.T) {
+			root := t.TempDir()
+			field := ""
+			if tc.policy != "" {
+				field = ", crds: " + tc.policy
+			}
+			write(t, root, map[string]string{
+				"config/crd/kinds.yaml": `- chart: charts/demo
+  group: demo.example.com
+  version: v1alpha1
+  kind: Demo
+  plural: demos
+  scope: Namespaced
+  description: A demo.
+  nameLimit: {maxLength: 53, dns1035Label: false, reason: Helm}
+`,
+				"watches.yaml":                           "- {group: demo.example.com, version: v1alpha1, kind: Demo, chart: charts/demo" + field + "}\n",
+				"config/samples/demo.yaml":               "apiVersion: demo.example.com/v1alpha1\nkind: Demo\nmetadata: {name: d}\nspec: {}\n",
+				"charts/demo/Chart.yaml":                 "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+				"charts/demo/values.yaml":                "{}\n",
+				"charts/demo/templates/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n",
+				"charts/demo/crds/things.yaml":           fmt.Sprintf(crd, "things.example.com"),
+				"charts/demo/charts/sub/Chart.yaml":      "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+				"charts/demo/charts/sub/crds/parts.yaml": fmt.Sprintf(crd, "parts.example.com"),
+			})
+			got, err := Generate(Input{Root: root, Kinds: "config/crd/kinds.yaml", Samples: "config/samples", Watches: "watches.yaml"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got.Section, w) {
+					t.Errorf("the section lacks %q:\n%s", w, got.Section)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got.Section, n) {
+					t.Errorf("the section holds %q:\n%s", n, got.Section)
+				}
+			}
+			if strings.Contains(got.Deployer, "customresourcedefinitions") {
+				t.Errorf("a namespace's deployer may not write CRDs:\n%s", got.Deployer)
 			}
 		})
 	}

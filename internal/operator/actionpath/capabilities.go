@@ -28,9 +28,9 @@ type capabilitiesActionClient struct {
 	cache *helmconfig.Capabilities
 }
 
-// Install installs the release. Helm installs a chart's crds/ before it
-// renders the templates; those must see the new APIs, so Helm fetches
-// the capabilities itself then.
+// Install installs the release. The CRD layer above applies a chart's
+// crds/ before Helm renders the templates; those must see the new APIs,
+// so Helm fetches the capabilities itself then.
 func (c *capabilitiesActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
 	crds := chrt != nil && len(chrt.CRDObjects()) > 0
 	if cfg := c.Config(); crds && cfg != nil {

@@ -34,6 +34,7 @@ func TestLayerOrder(t *testing.T) {
 		"drift policy",
 		"repair stamp",
 		"release namespace",
+		"CRDs",
 		"capabilities",
 	}))
 

@@ -69,6 +69,8 @@ type Kind struct {
 	// readiness controller.
 	Remediation watchconfig.Remediation
 	TestResults *TestResults
+	// CRDs is the kind's policy for its chart's crds/ (watches.yaml crds).
+	CRDs watchconfig.CRDPolicy
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -140,6 +142,11 @@ func Layers(k Kind) []Layer {
 		{"repair stamp", stampOwnershipOnRepair},
 		// Installs and upgrades go to the release namespace (namespace.go).
 		{"release namespace", installInReleaseNamespace},
+		// The chart's crds/ are created, or created and updated, as the
+		// kind's policy says, with the operator's rights, and Established
+		// before the release renders objects of them; Helm's own install of
+		// crds/ is off (crds.go).
+		{"CRDs", crdsOf(k.CRDs, k.Status, k.APIReader, k.Capabilities, k.Log)},
 		// Charts with CRDs see fresh capabilities; releases that add APIs
 		// drop the shared ones (capabilities.go).
 		{"capabilities", capabilities(k.Capabilities)},

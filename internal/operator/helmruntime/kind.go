@@ -132,6 +132,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Confinement:      rw.Confinement,
 		Remediation:      rw.Remediation,
 		TestResults:      k.testResults,
+		CRDs:             rw.CRDs,
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {
@@ -254,6 +255,7 @@ func (k *kindRuntime) logConfigured() {
 		"imageDefaults", describeImageDefaults(rw.ImageDefaults),
 		"driftMode", string(rw.Drift.Mode), "driftIgnoreRules", len(rw.Drift.Ignore),
 		"selector", describeSelector(rw.Selector),
+		"crds", string(rw.CRDs),
 	}
 	if k.clusterScoped {
 		kv = append(kv, "releaseNamespace", k.rt.opts.ReleaseNamespace)

@@ -63,6 +63,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	crdPolicies, err := watchconfig.LoadCRDPolicies(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -79,6 +83,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	rt.confinements = confinements
 	rt.remediation = remediations
 	rt.serviceAccounts = serviceAccounts
+	rt.crdPolicies = crdPolicies
 	return managersetup.Supervise(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -98,6 +103,8 @@ type runtimeState struct {
 	// serviceAccounts are the identities of the watches' releases, in
 	// their order ("": the operator's own).
 	serviceAccounts []string
+	// crdPolicies are the CRD policies of the watches, in their order.
+	crdPolicies []watchconfig.CRDPolicy
 	// managedIdentity is the ServiceAccount the runtime creates for the
 	// releases of namespaced kinds that nothing else names one for
 	// (Options.ReleaseIdentity); nil: the operator's own rights.
@@ -211,6 +218,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	watchconfig.SetConfinement(resolved, rt.confinements)
 	watchconfig.SetRemediation(resolved, rt.remediation)
 	watchconfig.SetServiceAccountNames(resolved, rt.serviceAccounts)
+	watchconfig.SetCRDPolicies(resolved, rt.crdPolicies)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		rt.activity.Elected()

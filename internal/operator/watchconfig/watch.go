@@ -66,6 +66,9 @@ type ResolvedWatch struct {
 	// release's namespace the runtime acts as for the kind's releases
 	// (LoadServiceAccountNames reads it).
 	ServiceAccountName string
+	// CRDs is what happens to the CRDs in the chart's crds/ directories
+	// (LoadCRDPolicies reads it); "" is CRDsCreate.
+	CRDs CRDPolicy
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
