@@ -58,6 +58,10 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
 	}
+	postRenders, err := watchconfig.LoadPostRender(o.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
+	}
 	releaseNamespace := o.ReleaseNamespace
 	if releaseNamespace == "" {
 		releaseNamespace = watchconfig.ResolveReleaseNamespace(env)
@@ -69,7 +73,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, releaseNamespace, hosts)
+	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, postRenders, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}
@@ -96,6 +100,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		// The client reads unstructured objects from the API server, which
 		// cannot select by the index: the cache can.
 		Tenants: tenant.NamespaceClaims{Client: mgr.GetCache()},
+		Access:  ValuesFromAccess{Client: mgr.GetClient()},
 	}, responses: responses}}
 	if o.Draining != nil {
 		handler = o.Draining.Handler(handler)

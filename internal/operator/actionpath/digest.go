@@ -11,6 +11,7 @@ import (
 	hrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/acme/platform-operator/internal/operator/manifest"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
 )
 
@@ -34,12 +35,14 @@ func NewDryRunCounter() *prometheus.CounterVec {
 // digests is the layer that records the digest of every install and
 // upgrade on the release, and answers a dry-run upgrade whose digest
 // equals the deployed release's with that release (see
-// release.DigestLabel).
-func digests(charts *release.ChartDigests, dryRuns *prometheus.CounterVec, kind string, log logr.Logger) func(context.Context, target, actionClient) actionClient {
+// release.DigestLabel). The digest includes the kind's post-render
+// patches (post), so that a change of them upgrades the releases.
+func digests(charts *release.ChartDigests, post *postrender.Renderer, dryRuns *prometheus.CounterVec, kind string, log logr.Logger) func(context.Context, target, actionClient) actionClient {
 	return func(_ context.Context, t target, below actionClient) actionClient {
 		return &digestActionClient{
 			actionClient: below,
 			charts:       charts,
+			postRender:   post,
 			dryRuns:      dryRuns,
 			kind:         kind,
 			owner:        string(t.obj.GetUID()),
@@ -51,11 +54,12 @@ func digests(charts *release.ChartDigests, dryRuns *prometheus.CounterVec, kind 
 // digestActionClient records digests and skips unchanged dry-runs.
 type digestActionClient struct {
 	actionClient
-	charts  *release.ChartDigests
-	dryRuns *prometheus.CounterVec
-	kind    string
-	owner   string // the custom resource's UID
-	log     logr.Logger
+	charts     *release.ChartDigests
+	postRender *postrender.Renderer
+	dryRuns    *prometheus.CounterVec
+	kind       string
+	owner      string // the custom resource's UID
+	log        logr.Logger
 }
 
 // capabilities are the API server's capabilities the action renders with.
@@ -66,9 +70,11 @@ func (c *digestActionClient) capabilities() *chartutil.Capabilities {
 	return nil
 }
 
-// digest returns the digest of a release of chrt with vals.
+// digest returns the digest of a release of chrt with vals, post-rendered
+// with the kind's patches.
 func (c *digestActionClient) digest(chrt *chart.Chart, vals map[string]interface{}) (string, bool, error) {
-	return release.Digest(c.charts.Of(chrt), vals, c.capabilities())
+	d, ok, err := release.Digest(c.charts.Of(chrt), vals, c.capabilities())
+	return c.postRender.Salt(d), ok, err
 }
 
 // Install installs the release and records its digest.

@@ -28,6 +28,7 @@ func TestLayerOrder(t *testing.T) {
 		"remediation",
 		"chart tests",
 		"digest",
+		"post-render",
 		"confinement",
 		"record size",
 		"release memo",

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/acme/platform-operator/internal/operator/claims"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
 )
 
@@ -78,10 +79,10 @@ func (e terminal) Is(target error) bool {
 // ownership is the layer that keeps a release to its one owner: a
 // release of another resource, or one installed by hand, is never read,
 // changed or uninstalled by this resource's reconciles (see above).
-func ownership(log logr.Logger, recorder record.EventRecorder, apiReader client.Reader, shardID string) func(context.Context, target, actionClient) actionClient {
+func ownership(log logr.Logger, recorder record.EventRecorder, apiReader client.Reader, shardID string, post *postrender.Renderer) func(context.Context, target, actionClient) actionClient {
 	return func(ctx context.Context, t target, below actionClient) actionClient {
 		return &ownedActionClient{
-			actionClient: below, log: log, recorder: recorder, apiReader: apiReader, shardID: shardID,
+			actionClient: below, log: log, recorder: recorder, apiReader: apiReader, shardID: shardID, postRender: post,
 			ctx: ctx, obj: t.obj, owner: release.OwnerOf(t.obj), namespace: t.namespace,
 		}
 	}
@@ -96,10 +97,13 @@ type ownedActionClient struct {
 	recorder  record.EventRecorder
 	apiReader client.Reader
 	shardID   string
-	ctx       context.Context
-	obj       client.Object
-	owner     release.Owner
-	namespace string
+	// postRender is the kind's post-render patches, which the install
+	// applied: explainClash renders as it did.
+	postRender *postrender.Renderer
+	ctx        context.Context
+	obj        client.Object
+	owner      release.Owner
+	namespace  string
 }
 
 // verdict is what the ownership check found.
@@ -243,7 +247,9 @@ func (c *ownedActionClient) Install(name, namespace string, chrt *chart.Chart, v
 // claims.ObjectClashError naming the object and its holder), reported and
 // terminal like the other refusals of this layer: retrying changes nothing
 // until the resource or the holder does. For resources the admission
-// webhook did not see. When the clash cannot be found again (the object
+// webhook did not see. The chart is rendered again as the install
+// rendered it, the kind's post-render patches applied. When the clash
+// cannot be found again (the object
 // went, or the chart has dependencies, which are not rendered again
 // here), Helm's error stays.
 func (c *ownedActionClient) explainClash(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, helmErr error) error {
@@ -262,6 +268,9 @@ func (c *ownedActionClient) explainClash(name, namespace string, chrt *chart.Cha
 	files, err := claims.Render(c.ctx, restCfg, chrt, vals,
 		chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}, cfg.Capabilities)
 	if err != nil {
+		return helmErr
+	}
+	if files, err = c.postRender.Files(files); err != nil {
 		return helmErr
 	}
 	objs, err := claims.FromManifests(files, namespace, mapper)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
@@ -64,6 +65,9 @@ type Kind struct {
 	// Confinement is what the kind's releases may place outside their
 	// resource's namespace (watches.yaml confinement).
 	Confinement release.Confinement
+	// PostRender is the kind's post-render patches (watches.yaml
+	// postRender); nil changes nothing.
+	PostRender *postrender.Renderer
 	// Remediation is the kind's (watches.yaml remediation): whether its
 	// charts' tests run; TestResults carries their outcomes to the
 	// readiness controller.
@@ -113,7 +117,7 @@ func Layers(k Kind) []Layer {
 		{"activity", k.Activity.track},
 		// A release another resource owns, or one installed by hand, is
 		// never touched (ownership.go).
-		{"ownership", ownership(k.Log, k.Recorder, k.APIReader, k.ShardID)},
+		{"ownership", ownership(k.Log, k.Recorder, k.APIReader, k.ShardID, k.PostRender)},
 		// A revision that did not become Ready in time is rolled back as
 		// the readiness controller decided, and the spec that broke it is
 		// not applied again until it changes (remediate.go).
@@ -123,7 +127,11 @@ func Layers(k Kind) []Layer {
 		{"chart tests", chartTests(k.Remediation, k.Recorder, k.TestResults, k.Log)},
 		// A dry-run upgrade of an unchanged release is answered without
 		// rendering; releases record the digest (digest.go).
-		{"digest", digests(k.Charts, k.DryRuns, k.Kind, k.Log)},
+		{"digest", digests(k.Charts, k.PostRender, k.DryRuns, k.Kind, k.Log)},
+		// The kind's post-render patches apply to what installs and
+		// upgrades render, before the confinement check judges it
+		// (postrender.go).
+		{"post-render", postRenders(k.PostRender)},
 		// What a release renders lands only where the kind's allowance
 		// lets it: refused before Helm writes anything (confine.go).
 		{"confinement", confine(k.Log, k.Recorder, k.Confinement)},

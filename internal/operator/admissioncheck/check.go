@@ -30,6 +30,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/operator/claims"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 	"github.com/acme/platform-operator/internal/operator/workloadrefs"
@@ -83,11 +84,12 @@ type Hosts struct {
 }
 
 // New loads the charts of ws (as the runtime does, with the same
-// defaults, the image defaults of its entries, LoadImageDefaults, and their
-// allowances, LoadConfinement) for the kinds the API server knows. Releases of cluster-scoped
+// defaults, the image defaults of its entries, LoadImageDefaults, their
+// allowances, LoadConfinement, and their post-render patches,
+// LoadPostRender) for the kinds the API server knows. Releases of cluster-scoped
 // kinds are looked for in releaseNamespace, as the runtime stores them.
 // reader must read from the API server, not from a cache.
-func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, confinements []release.Confinement, releaseNamespace string, hosts Hosts) (*Checker, error) {
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, confinements []release.Confinement, postRenders []*postrender.Renderer, releaseNamespace string, hosts Hosts) (*Checker, error) {
 	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
 	if err != nil {
 		return nil, err
@@ -96,6 +98,7 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 		return nil, err
 	}
 	watchconfig.SetConfinement(resolved, confinements)
+	watchconfig.SetPostRender(resolved, postRenders)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
@@ -197,6 +200,9 @@ func (p *Checker) Check(ctx context.Context, obj, old *unstructured.Unstructured
 	}
 	objs, err := p.render(ctx, k, name, ns, old != nil, obj)
 	if err != nil {
+		if errs, warnings, ok := ValuesFromAnswer(err); ok {
+			return errs, warnings, nil
+		}
 		var refused *renderError
 		if errors.As(err, &refused) {
 			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: refused.Error()}}, nil, nil
@@ -370,8 +376,12 @@ func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, u
 	// The values the reconciler computes (release.Values), generated
 	// values filled with placeholders.
 	spec, _ := obj.Object["spec"].(map[string]interface{})
-	vals, err := k.values.Compute(spec, release.Placeholder)
+	vals, err := k.values.Compute(spec, release.Placeholder, p.valuesFrom(ctx, k, obj))
 	if err != nil {
+		var vf *release.ValuesFromError
+		if errors.As(err, &vf) || apierrors.IsForbidden(err) {
+			return nil, err
+		}
 		return nil, &renderError{chart: k.watch.ChartPath, err: err}
 	}
 	caps, err := p.caps.Get(p.discover)
@@ -382,6 +392,8 @@ func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, u
 	if err != nil {
 		return nil, err
 	}
+	// Kinds that share a chart may post-render it differently.
+	digest = k.watch.PostRender.Salt(digest)
 	key := strings.Join([]string{digest, ns, name, strconv.FormatBool(upgrade)}, "\x00")
 	if cacheable {
 		if r, ok := p.renders.get(key); ok {
@@ -412,6 +424,11 @@ func (p *Checker) renderChart(ctx context.Context, k *checkedKind, vals map[stri
 	}
 	files, err := claims.Render(ctx, p.cfg, chrt, vals, opts, caps)
 	if err != nil {
+		return nil, err
+	}
+	// The kind's post-render patches, as the runtime's install and upgrade
+	// apply them: the checks below judge the patched objects.
+	if files, err = k.watch.PostRender.Files(files); err != nil {
 		return nil, err
 	}
 	// The record Helm would store for this render must fit its Secret.

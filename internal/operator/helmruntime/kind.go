@@ -130,6 +130,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		StaleAfter:       rt.staleAfter,
 		Drift:            rw.Drift,
 		Confinement:      rw.Confinement,
+		PostRender:       rw.PostRender,
 		Remediation:      rw.Remediation,
 		TestResults:      k.testResults,
 		CRDs:             rw.CRDs,
@@ -174,6 +175,8 @@ func (k *kindRuntime) libraryRecorder() record.EventRecorder {
 //     values the chart declares as generated are generated once and then
 //     kept for the life of the release, image blocks a spec leaves unset
 //     run the operator's default images (values.go);
+//   - a change of a Secret or ConfigMap a resource's valuesFrom names
+//     reconciles the resource (valuesfrom.go);
 //   - kept objects (helm.sh/resource-policy: keep) are watched, so that
 //     their drift is repaired at once (keepwatch.go);
 //   - every status write says which generation it describes and carries
@@ -221,8 +224,17 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	}
 	// The post hook records the translation's Events once a release keeps
 	// its values.
-	translator := newValuesTranslator(vals, k.nsFor, mgr.GetClient(), k.recorder, k.log.WithName("values"))
+	translator := newValuesTranslator(vals, k.nsFor, mgr.GetClient(), mgr.GetAPIReader(), k.recorder, k.log.WithName("values"))
 	opts = append(opts, reconciler.WithValueTranslator(translator), reconciler.WithPostHook(translator))
+	// A resource of a namespaced kind may take values from Secrets and
+	// ConfigMaps of its namespace (valuesfrom.go).
+	if !k.clusterScoped {
+		watch, err := k.valuesFromWatch(mgr)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, watch)
+	}
 	if rw.WatchDependentResources {
 		w := newKeptObjectWatcher(mgr.GetCache(), rw.GVK.GroupKind())
 		opts = append(opts, reconciler.WithControllerSetupFunc(w.setController), reconciler.WithPostHook(w))
@@ -256,6 +268,7 @@ func (k *kindRuntime) logConfigured() {
 		"driftMode", string(rw.Drift.Mode), "driftIgnoreRules", len(rw.Drift.Ignore),
 		"selector", describeSelector(rw.Selector),
 		"crds", string(rw.CRDs),
+		"postRender", rw.PostRender != nil,
 	}
 	if k.clusterScoped {
 		kv = append(kv, "releaseNamespace", k.rt.opts.ReleaseNamespace)

@@ -226,7 +226,7 @@ func TestLoadTestWatches(t *testing.T) {
 	for _, rw := range rws {
 		byKind[strings.ToLower(rw.GVK.Kind)] = rw
 	}
-	g.Expect(byKind).To(HaveLen(7))
+	g.Expect(byKind).To(HaveLen(8))
 	g.Expect(byKind["widget"].WatchDependentResources).To(BeTrue())
 	g.Expect(byKind["widget"].OverrideValues).To(Equal(map[string]string{"enforced": "from-operator"}))
 	g.Expect(byKind["widget"].ReconcilePeriod).To(Equal(time.Hour))
@@ -237,4 +237,11 @@ func TestLoadTestWatches(t *testing.T) {
 	g.Expect(byKind["tenant"].Chart.Name()).To(Equal("tenant"))
 	g.Expect(byKind["vault"].Chart.Name()).To(Equal("vault"))
 	g.Expect(byKind["crate"].Chart.Name()).To(Equal("box"))
+	g.Expect(byKind["parcel"].Chart.Name()).To(Equal("box"))
+	postRenders, err := watchconfig.LoadPostRender("testdata/watches.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	watchconfig.SetPostRender(rws, postRenders)
+	for _, rw := range rws {
+		g.Expect(rw.PostRender != nil).To(Equal(rw.GVK.Kind == "Parcel"), "only Parcel has postRender: %s", rw.GVK.Kind)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/actionpath"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/managersetup"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
@@ -67,6 +68,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
 	}
+	postRenders, err := watchconfig.LoadPostRender(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
+	}
 	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
@@ -83,6 +88,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	rt.confinements = confinements
 	rt.remediation = remediations
 	rt.serviceAccounts = serviceAccounts
+	rt.postRenders = postRenders
 	rt.crdPolicies = crdPolicies
 	return managersetup.Supervise(ctx, cfg, rt.manager(cfg), log)
 }
@@ -103,6 +109,9 @@ type runtimeState struct {
 	// serviceAccounts are the identities of the watches' releases, in
 	// their order ("": the operator's own).
 	serviceAccounts []string
+	// postRenders are the post-render patches of the watches, in their
+	// order (nil: none).
+	postRenders []*postrender.Renderer
 	// crdPolicies are the CRD policies of the watches, in their order.
 	crdPolicies []watchconfig.CRDPolicy
 	// managedIdentity is the ServiceAccount the runtime creates for the
@@ -218,6 +227,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	watchconfig.SetConfinement(resolved, rt.confinements)
 	watchconfig.SetRemediation(resolved, rt.remediation)
 	watchconfig.SetServiceAccountNames(resolved, rt.serviceAccounts)
+	watchconfig.SetPostRender(resolved, rt.postRenders)
 	watchconfig.SetCRDPolicies(resolved, rt.crdPolicies)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

@@ -239,7 +239,7 @@ func (img Image) check() error {
 	case img.NewTag != "" && img.Digest != "":
 		return fmt.Errorf("image %s: set newTag or digest, not both", img.Name)
 	case img.Digest != "" && !strings.Contains(img.Digest, ":"):
-		return fmt.Errorf("image %s: digest %q is not algorithm:hex such as sha256:...", img.Name, img.Digest)
+		return fmt.Errorf("image %s: digest %q is not algorithm:hex such as sha256:0123abcd", img.Name, img.Digest)
 	}
 	return nil
 }

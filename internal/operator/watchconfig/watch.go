@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/acme/platform-operator/internal/operator/manifest"
+	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
 )
 
@@ -66,6 +67,9 @@ type ResolvedWatch struct {
 	// release's namespace the runtime acts as for the kind's releases
 	// (LoadServiceAccountNames reads it).
 	ServiceAccountName string
+	// PostRender applies the kind's post-render patches to what its chart
+	// renders (LoadPostRender reads them); nil changes nothing.
+	PostRender *postrender.Renderer
 	// CRDs is what happens to the CRDs in the chart's crds/ directories
 	// (LoadCRDPolicies reads it); "" is CRDsCreate.
 	CRDs CRDPolicy
