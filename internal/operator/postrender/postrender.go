@@ -27,6 +27,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	helmpostrender "helm.sh/helm/v3/pkg/postrender"
@@ -129,32 +130,35 @@ func New(c Config) (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile the kustomization: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	r := &Renderer{kustomization: b, digest: hex.EncodeToString(sum[:])}
-	// Kustomize reads the patches when it runs: a trial run on a sample
-	// manifest reports, at start-up, a patch it cannot read.
-	if _, err := r.run([]byte(sample)); err != nil {
+	if err := trial(k); err != nil {
 		return nil, err
 	}
-	return r, nil
+	sum := sha256.Sum256(b)
+	return &Renderer{kustomization: b, digest: hex.EncodeToString(sum[:])}, nil
+}
+
+// trial runs k once, its targets replaced by one that selects nothing:
+// kustomize reads every patch when it runs, so a patch it cannot read is
+// reported at start-up, and a patch that is valid for the kind's charts
+// but not for a made-up object (a remove of a field) is not.
+func trial(k types.Kustomization) error {
+	k.Patches = slices.Clone(k.Patches)
+	for i := range k.Patches {
+		k.Patches[i].Target = &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Kind: "PostRenderTrial"}}}
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return fmt.Errorf("compile the kustomization: %w", err)
+	}
+	_, err = (&Renderer{kustomization: b}).run([]byte(sample))
+	return err
 }
 
 // sample is the manifest of the trial run of New.
-const sample = `apiVersion: apps/v1
-kind: Deployment
+const sample = `apiVersion: v1
+kind: ConfigMap
 metadata:
   name: sample
-  labels: {app: sample}
-spec:
-  selector:
-    matchLabels: {app: sample}
-  template:
-    metadata:
-      labels: {app: sample}
-    spec:
-      containers:
-      - name: sample
-        image: sample:1
 `
 
 // jsonPatchOps are the operations of RFC 6902.

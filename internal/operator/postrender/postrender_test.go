@@ -273,6 +273,18 @@ func TestManifestWithoutObjects(t *testing.T) {
 	g.Expect(out.String()).To(Equal("---\n# Source: web/templates/empty.yaml\n\n"))
 }
 
+func TestNewDoesNotApplyThePatches(t *testing.T) {
+	g := NewWithT(t)
+	// Valid for a chart that sets replicas, whatever New tries it on.
+	r, err := New(Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment|ConfigMap|.*"}, Patch: "- {op: remove, path: /spec/replicas}"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r).NotTo(BeNil())
+	// Kustomize's own reading of a patch is still checked: a document
+	// that is neither a merge patch nor a list of operations.
+	_, err = New(Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "apiVersion: v1\nkind: ConfigMap\n---\n- {op: add, path: /a, value: 1}\n"}}})
+	g.Expect(err).To(HaveOccurred())
+}
+
 func TestPatchThatFailsOnAnObject(t *testing.T) {
 	g := NewWithT(t)
 	r, err := New(Config{Patches: []Patch{{Target: &Selector{Kind: "Service"}, Patch: "- {op: remove, path: /spec/absent}"}}})
