@@ -15,7 +15,9 @@
 // Contract:
 //   - The output keeps the order of the objects (kustomize's FIFO order);
 //     Helm's "# Source:" comments are dropped.
-//   - Same input, same bytes: idle reconciles upgrade nothing.
+//   - Same input, same bytes: idle reconciles upgrade nothing. Recent
+//     outputs are remembered by their input's SHA-256, so a manifest
+//     seen again costs no kustomize run.
 //   - A nil or empty Renderer changes nothing, not even a byte.
 //   - Only the manifest passes a post-renderer; Helm never post-renders
 //     hooks, and neither does Files.
@@ -29,6 +31,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	helmpostrender "helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -88,6 +91,10 @@ type Renderer struct {
 	kustomization []byte
 	// digest identifies the kustomization, for release digests.
 	digest string
+	// outputs remembers recent results: charts that look up the cluster
+	// are rendered on every reconcile (their dry-run upgrade cannot be
+	// skipped by digest), mostly into the manifest of the time before.
+	outputs *memo
 }
 
 // Files of the in-memory kustomization each Run builds.
@@ -134,7 +141,7 @@ func New(c Config) (*Renderer, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	return &Renderer{kustomization: b, digest: hex.EncodeToString(sum[:])}, nil
+	return &Renderer{kustomization: b, digest: hex.EncodeToString(sum[:]), outputs: newMemo(memoBytes)}, nil
 }
 
 // trial runs k once, its targets replaced by one that selects nothing:
@@ -307,11 +314,66 @@ func (r *Renderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	if r == nil {
 		return in, nil
 	}
+	key := sha256.Sum256(in.Bytes())
+	if out, ok := r.outputs.get(key); ok {
+		return bytes.NewBuffer(out), nil
+	}
 	out, err := r.run(in.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("post-render patches of watches.yaml: %w", err)
 	}
-	return bytes.NewBuffer(out), nil
+	r.outputs.put(key, out)
+	return bytes.NewBuffer(slices.Clone(out)), nil
+}
+
+// memoBytes bounds the outputs a Renderer remembers, in bytes of
+// manifest: about a thousand releases of a chart of ten objects.
+const memoBytes = 16 << 20
+
+// memo remembers outputs by the SHA-256 of their input, forgetting the
+// oldest first once they hold more than max bytes.
+type memo struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	m     map[[sha256.Size]byte][]byte
+	order [][sha256.Size]byte
+}
+
+func newMemo(maxBytes int) *memo {
+	return &memo{max: maxBytes, m: map[[sha256.Size]byte][]byte{}}
+}
+
+// get returns a copy of the output remembered for key: the caller's
+// buffer may be written to.
+func (c *memo) get(key [sha256.Size]byte) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, ok := c.m[key]
+	return slices.Clone(out), ok
+}
+
+// put remembers out for key; an output larger than the bound is not.
+func (c *memo) put(key [sha256.Size]byte, out []byte) {
+	if c == nil || len(out) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok {
+		return
+	}
+	for c.size+len(out) > c.max && len(c.order) > 0 {
+		c.size -= len(c.m[c.order[0]])
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[key] = out
+	c.order = append(c.order, key)
+	c.size += len(out)
 }
 
 // run runs the kustomization on manifest.

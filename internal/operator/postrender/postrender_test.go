@@ -2,6 +2,7 @@ package postrender
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -243,6 +244,10 @@ func TestDeterministic(t *testing.T) {
 		again, err := r2.Run(bytes.NewBufferString(manifest))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(again.String()).To(Equal(first.String()))
+		// kustomize itself, not the remembered output
+		direct, err := r1.run([]byte(manifest))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(direct)).To(Equal(first.String()))
 	}
 	other, err := New(Config{Images: []Image{{Name: "nginx", NewName: "mirror/nginx"}}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -325,17 +330,53 @@ func BenchmarkRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var unset *Renderer
 	for _, bc := range []struct {
 		name string
-		r    *Renderer
-	}{{"patched", r}, {"unset", nil}} {
+		run  func() error
+	}{
+		// kustomize on the manifest, as for a manifest seen first.
+		{"patched", func() error { _, err := r.run([]byte(manifest)); return err }},
+		// the same manifest again: the remembered output.
+		{"remembered", func() error { _, err := r.Run(bytes.NewBufferString(manifest)); return err }},
+		{"unset", func() error { _, err := unset.Run(bytes.NewBufferString(manifest)); return err }},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bc.r.Run(bytes.NewBufferString(manifest)); err != nil {
+				if err := bc.run(); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+func TestRememberedOutputs(t *testing.T) {
+	g := NewWithT(t)
+	r, err := New(Config{Images: []Image{{Name: "nginx", NewTag: "1.27"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	first, err := r.Run(bytes.NewBufferString(manifest))
+	g.Expect(err).NotTo(HaveOccurred())
+	want := first.String()
+	first.WriteString("written by the caller")
+	again, err := r.Run(bytes.NewBufferString(manifest))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.String()).To(Equal(want), "a caller's writes do not reach the next")
+
+	c := newMemo(10)
+	k := func(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+	c.put(k("a"), []byte("12345"))
+	c.put(k("b"), []byte("12345"))
+	c.put(k("c"), []byte("123"))
+	_, ok := c.get(k("a"))
+	g.Expect(ok).To(BeFalse(), "the oldest goes first")
+	out, ok := c.get(k("b"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(string(out)).To(Equal("12345"))
+	c.put(k("d"), []byte("12345678901"))
+	_, ok = c.get(k("d"))
+	g.Expect(ok).To(BeFalse(), "larger than the bound: not remembered")
+	_, ok = c.get(k("c"))
+	g.Expect(ok).To(BeTrue())
 }
