@@ -49,7 +49,9 @@ func (k *kindRuntime) valuesFromWatch(mgr ctrl.Manager) (reconciler.Option, erro
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(k.watch.GVK.GroupVersion().WithKind(k.watch.GVK.Kind + "List"))
-			if err := mgr.GetClient().List(ctx, list, client.InNamespace(o.GetNamespace()),
+			// The cache, not the client: the manager's client reads
+			// unstructured objects from the API server, which knows no index.
+			if err := mgr.GetCache().List(ctx, list, client.InNamespace(o.GetNamespace()),
 				client.MatchingFields{valuesFromIndex: kind + "/" + o.GetName()}); err != nil {
 				k.log.Error(err, "List the resources that take values from an object", "namespace", o.GetNamespace(), "object", kind+"/"+o.GetName())
 				return nil
