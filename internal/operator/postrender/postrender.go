@@ -144,15 +144,31 @@ func New(c Config) (*Renderer, error) {
 	return &Renderer{kustomization: b, digest: hex.EncodeToString(sum[:]), outputs: newMemo(memoBytes)}, nil
 }
 
-// trial runs k once, its targets replaced by one that selects nothing:
-// kustomize reads every patch when it runs, so a patch it cannot read is
-// reported at start-up, and a patch that is valid for the kind's charts
-// but not for a made-up object (a remove of a field) is not.
+// trial runs each patch of k once, and its image rewrites, each patch's
+// target replaced by one that selects nothing: kustomize reads a patch
+// when it runs, so a patch it cannot read is reported at start-up, and a
+// patch that is valid for the kind's charts but not for a made-up object
+// (a remove of a field) is not.
 func trial(k types.Kustomization) error {
-	k.Patches = slices.Clone(k.Patches)
-	for i := range k.Patches {
-		k.Patches[i].Target = &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Kind: "PostRenderTrial"}}}
+	var errs []error
+	for i, p := range k.Patches {
+		p.Target = &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Kind: "PostRenderTrial"}}}
+		one := types.Kustomization{TypeMeta: k.TypeMeta, Resources: k.Resources, Patches: []types.Patch{p}}
+		if err := trialRun(one); err != nil {
+			errs = append(errs, fmt.Errorf("patches[%d]: %w", i, err))
+		}
 	}
+	if len(k.Images) > 0 {
+		images := types.Kustomization{TypeMeta: k.TypeMeta, Resources: k.Resources, Images: k.Images}
+		if err := trialRun(images); err != nil {
+			errs = append(errs, fmt.Errorf("images: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// trialRun runs k on the sample manifest.
+func trialRun(k types.Kustomization) error {
 	b, err := yaml.Marshal(k)
 	if err != nil {
 		return fmt.Errorf("compile the kustomization: %w", err)
@@ -210,6 +226,9 @@ func (p Patch) compile() (types.Patch, error) {
 		}
 		if k, _ := d["kind"].(string); k == "" {
 			return types.Patch{}, errors.New("a strategic merge patch needs apiVersion and kind (its metadata.name is ignored: the target selects)")
+		}
+		if meta, _ := d["metadata"].(map[string]any); meta == nil || meta["name"] == nil || meta["name"] == "" {
+			return types.Patch{}, errors.New("a strategic merge patch needs metadata.name, which kustomize reads; any name does, the target selects")
 		}
 	default:
 		return types.Patch{}, errors.New("patch is neither a strategic merge patch (a YAML object) nor a JSON 6902 patch (a YAML list)")

@@ -210,6 +210,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"empty patch", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}}}}, "patches[0]: patch is empty"},
 		{"not YAML", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "a: [b"}}}, "patches[0]: patch is not YAML"},
 		{"a scalar", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "hello"}}}, "neither a strategic merge patch"},
+		{"merge patch without a name", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "apiVersion: apps/v1\nkind: Deployment\nspec: {replicas: 1}"}}}, "needs metadata.name"},
 		{"merge patch without kind", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "metadata: {labels: {a: b}}"}}}, "needs apiVersion and kind"},
 		{"unknown op", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "- {op: append, path: /a, value: 1}"}}}, "patches[0]: patch[0]: op append is not one of"},
 		{"path not a pointer", Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "- {op: add, path: a, value: 1}"}}}, "is not a JSON pointer"},
@@ -286,8 +287,11 @@ func TestNewDoesNotApplyThePatches(t *testing.T) {
 	g.Expect(r).NotTo(BeNil())
 	// Kustomize's own reading of a patch is still checked: a document
 	// that is neither a merge patch nor a list of operations.
-	_, err = New(Config{Patches: []Patch{{Target: &Selector{Kind: "Deployment"}, Patch: "apiVersion: v1\nkind: ConfigMap\n---\n- {op: add, path: /a, value: 1}\n"}}})
-	g.Expect(err).To(HaveOccurred())
+	_, err = New(Config{Patches: []Patch{
+		{Target: &Selector{Kind: "Deployment"}, Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+		{Target: &Selector{Kind: "Deployment"}, Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n- {op: add, path: /a, value: 1}\n"},
+	}})
+	g.Expect(err).To(MatchError(HavePrefix("patches[1]: ")), "the error names the patch")
 }
 
 func TestPatchThatFailsOnAnObject(t *testing.T) {
