@@ -82,8 +82,8 @@ func addValuesFrom(k *apikinds.Kind, spec *apiextensionsv1.JSONSchemaProps) {
 // would take it for its own field and never pass it to the chart.
 func checkReserved(root string, k *apikinds.Kind, spec *apiextensionsv1.JSONSchemaProps) error {
 	if _, ok := spec.Properties[release.ValuesFromField]; ok {
-		return fmt.Errorf("the chart's values schema declares a top-level value %q, which the operator reserves for "+
-			"taking values from Secrets and ConfigMaps (docs/adding-a-kind.md); rename the chart's value", release.ValuesFromField)
+		return fmt.Errorf("%s declares a top-level value %q, which the operator reserves for "+
+			"taking values from Secrets and ConfigMaps (docs/adding-a-kind.md); rename the chart's value", k.SchemaPath(), release.ValuesFromField)
 	}
 	valuesFile := path.Join(k.Chart, "values.yaml")
 	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(valuesFile)))
