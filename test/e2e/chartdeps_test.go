@@ -26,7 +26,9 @@ import (
 // runtime runs with exactly the generated ClusterRole. A resource
 // installs (the subchart's, the alias's and the library's objects are
 // there, the disabled one's are not; the CRD is there unless the policy is
-// skip), an edit of the alias's values reaches its Deployment, a deleted
+// skip), a second resource that turns the disabled subchart on gets its
+// objects (Helm edits the chart it installs; the runtime gives it a
+// copy), an edit of the alias's values reaches its Deployment, a deleted
 // subchart Deployment comes back, and a new chart version that changes
 // the CRD updates it with create-replace only. Deleting the resource
 // uninstalls the release and keeps the CRD.
@@ -108,6 +110,13 @@ func chartDepsUnderPolicy(t *testing.T, policy string) {
 		g.Expect(err).NotTo(HaveOccurred(), fields)
 		g.Expect(fields).To(ContainSubstring("colour"))
 	}
+
+	t.Log("a second resource turns the subchart on that the first left off")
+	applyCR(g, gvk, ns, "r2", "optional: {enabled: true}")
+	expectDeployed(t, gvk, ns, "r2", "InstallSuccessful")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r2-optional"}, &appsv1.Deployment{})).To(Succeed())
+	out, err = env.Kubectl("delete", strings.ToLower(kind), "r2", "-n", ns, "--wait=true", "--timeout=60s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	t.Log("upgrade: an edit of the alias's values")
 	applyCR(g, gvk, ns, "r1", "extra: {replicaCount: 2}")

@@ -19,8 +19,9 @@ import (
 //
 //   - as child, with condition child.enabled (true by default);
 //   - as Alias (an alias), with no condition;
-//   - as "optional", an alias with condition optional.enabled, false by
-//     default: a release renders none of its objects.
+//   - as OptionalAlias, an alias with condition <OptionalAlias>.enabled,
+//     false by default: a release renders none of its objects unless its
+//     values turn it on.
 //
 // Each use of child renders, besides helm create's objects, a ConfigMap
 // <release>-<name or alias>-settings, a name it does not cut to 63
@@ -34,6 +35,9 @@ type DependencyChart struct {
 	Name string
 	// Alias names the aliased use of child; "extra" when empty.
 	Alias string
+	// OptionalAlias names the use of child that is off by default;
+	// "optional" when empty.
+	OptionalAlias string
 	// CRDGroup, when set, puts a CRD of that group in crds/.
 	CRDGroup string
 	// CRDPlural is the CRD's plural; "widgets" when empty.
@@ -58,6 +62,13 @@ func (d DependencyChart) plural() string {
 		return "widgets"
 	}
 	return d.CRDPlural
+}
+
+func (d DependencyChart) optional() string {
+	if d.OptionalAlias == "" {
+		return "optional"
+	}
+	return d.OptionalAlias
 }
 
 func (d DependencyChart) alias() string {
@@ -153,28 +164,28 @@ dependencies:
   alias: %s
   version: 0.1.0
 - name: child
-  alias: optional
+  alias: %[4]s
   version: 0.1.0
-  condition: optional.enabled
+  condition: %[4]s.enabled
 - name: lib
   version: 0.1.0
-`, d.Name, d.Version, d.alias())
+`, d.Name, d.Version, d.alias(), d.optional())
 	write(filepath.Join(parent, "Chart.yaml"), chartYAML)
 	values, err := os.ReadFile(filepath.Join(parent, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(filepath.Join(parent, "values.yaml"), string(values)+fmt.Sprintf(`
-# The subchart child, used as itself (on by default), as %s, and as
-# optional (off by default).
+# The subchart child, used as itself (on by default), as %[1]s, and as
+# %[2]s (off by default).
 child:
   enabled: true
   replicaCount: 1
-%s:
+%[1]s:
   replicaCount: 1
-optional:
+%[2]s:
   enabled: false
-`, d.alias(), d.alias()))
+`, d.alias(), d.optional()))
 	if d.CRDGroup != "" {
 		write(filepath.Join(parent, "crds", d.plural()+".yaml"), fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

@@ -12,15 +12,17 @@ import (
 )
 
 // TestWebhookRendersSubcharts: the webhook's render check renders a chart
-// with dependencies as an install does (a vendored subchart, an alias, a
+// with dependencies as an install does (a vendored subchart, aliases, a
 // condition, a library chart, a CRD in crds/), so a value of a subchart
 // that its own values.schema.json refuses is refused at apply with the
-// subchart and the field named, and a good one is admitted.
+// subchart and the field named, and a good one is admitted. A resource
+// that turns the subchart off does not turn it off for the next one
+// (Helm edits the chart it renders; each render has its own copy).
 //
 // The test serves the chart as the Nginx kind (the webhook is registered
-// for the shipped kinds only); the aliased subchart's values live under
-// affinity, the one field of the Nginx schema kept as written, so its
-// alias is affinity.
+// for the shipped kinds only); the subchart's values live under affinity,
+// the one field of the Nginx schema kept as written, so the alias behind
+// the condition is affinity.
 func TestWebhookRendersSubcharts(t *testing.T) {
 	g := NewWithT(t)
 	c := adminClient(t)
@@ -28,7 +30,7 @@ func TestWebhookRendersSubcharts(t *testing.T) {
 	ns := newNamespace(t, c)
 
 	dir := t.TempDir()
-	chart := testkit.BuildDependencyChart(t, dir, testkit.DependencyChart{Name: "deps", Alias: "affinity", CRDGroup: "deps.admission.example.com"})
+	chart := testkit.BuildDependencyChart(t, dir, testkit.DependencyChart{Name: "deps", OptionalAlias: "affinity", CRDGroup: "deps.admission.example.com"})
 	watches := filepath.Join(dir, "watches.yaml")
 	g.Expect(os.WriteFile(watches, []byte(fmt.Sprintf(`
 - group: web.acme.com
@@ -41,18 +43,22 @@ func TestWebhookRendersSubcharts(t *testing.T) {
 	o.WatchesFile = watches
 	defer startWebhookWith(t, o)()
 
+	t.Run("the subchart off", func(t *testing.T) {
+		NewWithT(t).Expect(c.Create(ctx, obj(ns, "Nginx", "off", spec(t, `{affinity: {}}`)))).To(Succeed())
+	})
+
 	t.Run("a subchart value of the wrong type", func(t *testing.T) {
-		refused(NewWithT(t), c.Create(ctx, obj(ns, "Nginx", "bad", spec(t, `{affinity: {replicaCount: three}}`))),
+		refused(NewWithT(t), c.Create(ctx, obj(ns, "Nginx", "bad", spec(t, `{affinity: {enabled: true, replicaCount: three}}`))),
 			"spec: Invalid value",
 			"values don't meet the specifications of the schema(s) in the following chart(s):\naffinity:\n- at '/replicaCount': got string, want integer")
 	})
 
 	t.Run("a subchart value below its minimum", func(t *testing.T) {
-		refused(NewWithT(t), c.Create(ctx, obj(ns, "Nginx", "negative", spec(t, `{affinity: {replicaCount: -1}}`))),
+		refused(NewWithT(t), c.Create(ctx, obj(ns, "Nginx", "negative", spec(t, `{affinity: {enabled: true, replicaCount: -1}}`))),
 			"affinity:\n- at '/replicaCount': minimum: got -1, want 0")
 	})
 
 	t.Run("a good subchart value", func(t *testing.T) {
-		NewWithT(t).Expect(c.Create(ctx, obj(ns, "Nginx", "good", spec(t, `{affinity: {replicaCount: 3}}`)))).To(Succeed())
+		NewWithT(t).Expect(c.Create(ctx, obj(ns, "Nginx", "good", spec(t, `{affinity: {enabled: true, replicaCount: 3}}`)))).To(Succeed())
 	})
 }

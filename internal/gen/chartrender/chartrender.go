@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/acme/platform-operator/internal/operator/manifest"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -159,6 +160,11 @@ func RenderChart(ch *chart.Chart, opts Options) (*Result, error) {
 		vals = map[string]interface{}{}
 	}
 
+	// Helm's dependency processing edits the chart it installs: a render
+	// that turns a subchart off would drop it from ch for the next.
+	if manifest.HasDependencies(ch) {
+		ch = manifest.CopyChart(ch)
+	}
 	rel, err := install.Run(ch, vals)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +24,8 @@ import (
 )
 
 // The CRD layer applies the CustomResourceDefinitions of a chart's crds/
-// directories (its own and its subcharts') as the kind's policy says
+// directories (its own and those of the subcharts the values enable) as
+// the kind's policy says
 // (watchconfig.CRDPolicy), in place of Helm:
 //
 //   - Helm never installs crds/ itself here (Install.SkipCRDs): it would
@@ -77,7 +79,7 @@ type crdsActionClient struct {
 // Install applies the CRDs, then installs the release without Helm's own
 // install of crds/.
 func (a *crdsActionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
-	if err := a.ensure(chrt); err != nil {
+	if err := a.ensure(chrt, vals); err != nil {
 		return nil, err
 	}
 	return a.actionClient.Install(name, namespace, chrt, vals, append(opts, func(i *action.Install) error {
@@ -89,7 +91,7 @@ func (a *crdsActionClient) Install(name, namespace string, chrt *chart.Chart, va
 // DryRunUpgrade applies the CRDs, so that the dry-run renders objects of
 // a CRD the chart adds, then renders the upgrade.
 func (a *crdsActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	if err := a.ensure(chrt); err != nil {
+	if err := a.ensure(chrt, vals); err != nil {
 		return nil, err
 	}
 	return a.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
@@ -97,17 +99,25 @@ func (a *crdsActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Cha
 
 // Upgrade applies the CRDs, then upgrades the release.
 func (a *crdsActionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
-	if err := a.ensure(chrt); err != nil {
+	if err := a.ensure(chrt, vals); err != nil {
 		return nil, err
 	}
 	return a.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
 }
 
-// ensure applies chrt's CRDs as the policy says and waits for each it
-// changed to be Established.
-func (a *crdsActionClient) ensure(chrt *chart.Chart) error {
-	if a.policy == watchconfig.CRDsSkip || chrt == nil {
+// ensure applies the CRDs of chrt and of the subcharts vals enable, as
+// the policy says, and waits for each it changed to be Established.
+func (a *crdsActionClient) ensure(chrt *chart.Chart, vals map[string]interface{}) error {
+	if a.policy == watchconfig.CRDsSkip || chrt == nil || len(chrt.CRDObjects()) == 0 {
 		return nil
+	}
+	if manifest.HasDependencies(chrt) {
+		// As Helm: the crds/ of a subchart that a condition or a tag turns
+		// off are not installed.
+		chrt = manifest.CopyChart(chrt)
+		if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
+			return err
+		}
 	}
 	crds, err := manifest.ChartCRDs(chrt)
 	if err != nil || len(crds) == 0 {

@@ -37,6 +37,7 @@ func TestLayerOrder(t *testing.T) {
 		"release namespace",
 		"CRDs",
 		"capabilities",
+		"chart copy",
 	}))
 
 	doc, err := os.ReadFile("../../../docs/architecture.md")

@@ -158,6 +158,9 @@ func Layers(k Kind) []Layer {
 		// Charts with CRDs see fresh capabilities; releases that add APIs
 		// drop the shared ones (capabilities.go).
 		{"capabilities", capabilities(k.Capabilities)},
+		// Helm gets its own copy of a chart with dependencies, which its
+		// dependency processing edits (chartcopy.go).
+		{"chart copy", copyCharts},
 	}
 }
 

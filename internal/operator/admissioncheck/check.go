@@ -30,6 +30,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/operator/claims"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
+	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
@@ -70,9 +71,6 @@ type checkedKind struct {
 	releaseNamespace string
 	chart            release.ChartDigest
 	values           release.Values
-	// renderMu serialises renders of charts with dependencies, which Helm
-	// enables and disables on the shared chart.
-	renderMu sync.Mutex
 }
 
 // Hosts configures the hostname check: Ingresses finds the Ingresses that
@@ -415,9 +413,10 @@ func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, u
 
 func (p *Checker) renderChart(ctx context.Context, k *checkedKind, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]claims.Object, error) {
 	chrt := k.watch.Chart
-	if len(chrt.Dependencies()) > 0 {
-		k.renderMu.Lock()
-		defer k.renderMu.Unlock()
+	if manifest.HasDependencies(chrt) {
+		// Helm enables, disables and renames subcharts on the chart it is
+		// given: each render gets its own copy of the kind's.
+		chrt = manifest.CopyChart(chrt)
 		if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
 			return nil, err
 		}

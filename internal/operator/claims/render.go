@@ -17,8 +17,8 @@ import (
 // same check of the chart's kubeVersion, and returns its manifests (NOTES
 // left out). Lookups read the cluster of cfg, bounded by ctx's deadline.
 // A chart with dependencies must have had them processed with vals
-// (chartutil.ProcessDependenciesWithMerge) by the caller, which also keeps
-// concurrent renders of such a chart apart.
+// (chartutil.ProcessDependenciesWithMerge) by the caller, on a copy of its
+// own (manifest.CopyChart): the processing edits the chart.
 func Render(ctx context.Context, cfg *rest.Config, chrt *chart.Chart, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) (map[string]string, error) {
 	if v := chrt.Metadata.KubeVersion; v != "" && !chartutil.IsCompatibleRange(v, caps.KubeVersion.String()) {
 		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", v, caps.KubeVersion.String())
