@@ -26,7 +26,7 @@ import (
 // runtime runs with exactly the generated ClusterRole. A resource
 // installs (the subchart's, the alias's and the library's objects are
 // there, the disabled one's are not; the CRD is there unless the policy is
-// skip), a second resource that turns the disabled subchart on gets its
+// skip, and so is the object of it the chart renders), a second resource that turns the disabled subchart on gets its
 // objects (Helm edits the chart it installs; the runtime gives it a
 // copy), an edit of the alias's values reaches its Deployment, a deleted
 // subchart Deployment comes back, and a new chart version that changes
@@ -51,7 +51,9 @@ func chartDepsUnderPolicy(t *testing.T, policy string) {
 	ns := "e2e-chartdeps-" + short
 	repo := t.TempDir()
 	testkit.CopyTree(t, env.Root, repo, kindgen.Files...)
-	d := testkit.DependencyChart{Name: "deps", CRDGroup: short + ".deps.e2e.acme.com"}
+	// The chart's templates render an object of its CRD, unless nothing
+	// installs the CRD (skip).
+	d := testkit.DependencyChart{Name: "deps", CRDGroup: short + ".deps.e2e.acme.com", Widget: policy != "skip"}
 	chartDir := testkit.BuildDependencyChart(t, filepath.Join(repo, "helm-charts"), d)
 	group := short + ".e2e.acme.com"
 	g.Expect(kindgen.Run(kindgen.Options{Root: repo, Chart: "helm-charts/deps", Group: group, Kind: kind})).To(Succeed())
@@ -109,6 +111,9 @@ func chartDepsUnderPolicy(t *testing.T, policy string) {
 	} else {
 		g.Expect(err).NotTo(HaveOccurred(), fields)
 		g.Expect(fields).To(ContainSubstring("colour"))
+		out, err := env.Kubectl("get", "widgets."+d.CRDGroup, "r1-widget", "-n", ns, "-o", "jsonpath={.spec.size}")
+		g.Expect(err).NotTo(HaveOccurred(), "the release's object of the CRD it installed first: %s", out)
+		g.Expect(out).To(Equal("1"))
 	}
 
 	t.Log("a second resource turns the subchart on that the first left off")

@@ -29,7 +29,8 @@ import (
 // whose named template the parent includes to render a ConfigMap,
 // <release>-lib, with data.from set to the library's name. When CRDGroup
 // is set, crds/ holds one CRD, <CRDPlural>.<CRDGroup>, kind Widget; its
-// schema has the field CRDField besides size.
+// schema has the field CRDField besides size; with Widget the parent's
+// templates render one object of it.
 type DependencyChart struct {
 	// Name is the parent chart's name (a directory of that name is made).
 	Name string
@@ -47,6 +48,9 @@ type DependencyChart struct {
 	CRDField string
 	// Version is the parent chart's version; 0.1.0 when empty.
 	Version string
+	// Widget makes the parent's templates render an object of the CRD,
+	// a Widget named <release>-widget (with CRDGroup only).
+	Widget bool
 }
 
 // CRDName is the name of the chart's CRD ("" without CRDGroup).
@@ -186,6 +190,15 @@ child:
 %[2]s:
   enabled: false
 `, d.alias(), d.optional()))
+	if d.CRDGroup != "" && d.Widget {
+		write(filepath.Join(parent, "templates", "widget.yaml"), fmt.Sprintf(`apiVersion: %s/v1
+kind: Widget
+metadata:
+  name: {{ .Release.Name }}-widget
+spec:
+  size: 1
+`, d.CRDGroup))
+	}
 	if d.CRDGroup != "" {
 		write(filepath.Join(parent, "crds", d.plural()+".yaml"), fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

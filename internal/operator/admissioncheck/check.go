@@ -434,7 +434,14 @@ func (p *Checker) renderChart(ctx context.Context, k *checkedKind, vals map[stri
 	if err := release.CheckInstallRecord(opts.Name, opts.Namespace, chrt, vals, files); err != nil {
 		return nil, err
 	}
-	return claims.FromManifests(files, opts.Namespace, p.mapper)
+	// Objects of the chart's own CRDs are placed by the scope their CRD
+	// declares while the API server does not serve them yet: the runtime
+	// installs crds/ before the templates.
+	crds, err := manifest.ChartCRDs(chrt)
+	if err != nil {
+		return nil, err
+	}
+	return claims.FromManifests(files, opts.Namespace, claims.WithCRDs(p.mapper, crds))
 }
 
 // renderCacheSize bounds the remembered render results; an entry is a
