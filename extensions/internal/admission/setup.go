@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,22 +44,10 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	ws, err := watches.Load(o.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
-	}
 	env := watchconfig.OSEnv()
-	images, err := watchconfig.LoadImageDefaults(o.WatchesFile, env)
+	f, err := watchconfig.Load(o.WatchesFile, env)
 	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
-	}
-	confinements, err := watchconfig.LoadConfinement(o.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
-	}
-	postRenders, err := watchconfig.LoadPostRender(o.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", o.WatchesFile, err)
+		return err
 	}
 	releaseNamespace := o.ReleaseNamespace
 	if releaseNamespace == "" {
@@ -73,7 +60,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), ws, images, confinements, postRenders, releaseNamespace, hosts)
+	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), f.Watches, f.Images, f.Confinements, f.PostRenders, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}

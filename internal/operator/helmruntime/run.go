@@ -37,59 +37,27 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	log := opts.logger()
 
-	ws, err := watches.Load(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	if len(ws) == 0 {
-		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
-	}
-	drifts, err := watchconfig.LoadDrift(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	images, err := watchconfig.LoadImageDefaults(opts.WatchesFile, watchconfig.OSEnv())
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	confinements, err := watchconfig.LoadConfinement(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	remediations, err := watchconfig.LoadRemediation(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	serviceAccounts, err := watchconfig.LoadServiceAccountNames(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	crdPolicies, err := watchconfig.LoadCRDPolicies(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	postRenders, err := watchconfig.LoadPostRender(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	ignored, err := watchconfig.IgnoredFields(opts.WatchesFile)
-	if err != nil {
-		return fmt.Errorf("load watches file %q: %w", opts.WatchesFile, err)
-	}
-	for _, msg := range ignored {
-		log.Info("Warning: watches file: "+msg, "watchesFile", opts.WatchesFile)
-	}
-	rt, err := newRuntime(opts, ws, ctrlmetrics.Registry)
+	f, err := watchconfig.Load(opts.WatchesFile, watchconfig.OSEnv())
 	if err != nil {
 		return err
 	}
-	rt.drifts = drifts
-	rt.images = images
-	rt.confinements = confinements
-	rt.remediation = remediations
-	rt.serviceAccounts = serviceAccounts
-	rt.postRenders = postRenders
-	rt.crdPolicies = crdPolicies
+	if len(f.Watches) == 0 {
+		log.Info("Watches file has no entries; nothing will be reconciled", "watchesFile", opts.WatchesFile)
+	}
+	for _, msg := range f.Ignored {
+		log.Info("Warning: watches file: "+msg, "watchesFile", opts.WatchesFile)
+	}
+	rt, err := newRuntime(opts, f.Watches, ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	rt.drifts = f.Drifts
+	rt.images = f.Images
+	rt.confinements = f.Confinements
+	rt.remediation = f.Remediations
+	rt.serviceAccounts = f.ServiceAccounts
+	rt.postRenders = f.PostRenders
+	rt.crdPolicies = f.CRDPolicies
 	return managersetup.Supervise(ctx, cfg, rt.manager(cfg), log)
 }
 
