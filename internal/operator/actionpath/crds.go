@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,22 +124,25 @@ func (a *crdsActionClient) ensure(chrt *chart.Chart, vals map[string]interface{}
 	if err != nil || len(crds) == 0 {
 		return err
 	}
-	var changed []string
+	var changed []*unstructured.Unstructured
 	for _, crd := range crds {
 		did, err := a.apply(crd)
 		if err != nil {
 			return fmt.Errorf("CRD %s of the chart's crds/ (watches.yaml crds: %s): %w", crd.GetName(), a.policy, err)
 		}
 		if did {
-			changed = append(changed, crd.GetName())
+			changed = append(changed, crd)
 		}
 	}
 	if len(changed) == 0 {
 		return nil
 	}
-	for _, name := range changed {
-		if err := a.established(name); err != nil {
-			return fmt.Errorf("CRD %s of the chart's crds/: %w", name, err)
+	for _, crd := range changed {
+		if err := a.established(crd.GetName()); err != nil {
+			return fmt.Errorf("CRD %s of the chart's crds/: %w", crd.GetName(), err)
+		}
+		if err := a.mapped(crd); err != nil {
+			return fmt.Errorf("CRD %s of the chart's crds/: %w", crd.GetName(), err)
 		}
 	}
 	// The templates may ask .Capabilities for the new APIs.
@@ -187,6 +191,31 @@ func (a *crdsActionClient) apply(crd *unstructured.Unstructured) (bool, error) {
 	}
 	a.log.Info(verb+" a CRD of the chart's crds/", "crd", crd.GetName(), "policy", string(a.policy), "release", a.t.key())
 	return true, nil
+}
+
+// mapped waits until the RESTMapper Helm's client builds objects with
+// maps the kind of crd. Established says the API server serves it; its
+// discovery, which the mapper reads, can follow a moment later, and an
+// install that renders an object of the kind in that moment fails with
+// "no matches for kind".
+func (a *crdsActionClient) mapped(crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	if group == "" || kind == "" {
+		return nil
+	}
+	gk := schema.GroupKind{Group: group, Kind: kind}
+	ctx, cancel := context.WithTimeout(a.ctx, crdEstablishTimeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, last = a.c.RESTMapper().RESTMapping(gk)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not in the API server's discovery within %s: %w", gk, crdEstablishTimeout, last)
+	}
+	return nil
 }
 
 // established waits until the CRD name is Established, or says why not.
