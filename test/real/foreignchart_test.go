@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/devtools/process"
@@ -55,6 +56,7 @@ const foreignPostRender = `  postRender:
 // chart's CRD and its object are there. Deleting the resource uninstalls
 // the release and keeps the CRD.
 func TestForeignChartOnRealPods(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns, kind, group = "real-foreign", "Foreign", "foreign.real.acme.com"
@@ -109,7 +111,7 @@ func TestForeignChartOnRealPods(t *testing.T) {
 		_ = runtime.Stop(10 * time.Second)
 		if t.Failed() {
 			log, _ := os.ReadFile(logPath)
-			t.Logf("runtime log (tail):\n%s", tail(string(log), 60))
+			t.Logf("runtime log (tail, without stack frames):\n%s", tail(string(log), 60))
 		}
 	})
 
@@ -134,6 +136,13 @@ spec:
 		}
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("the parent's and both subcharts' Pods Ready %s after apply", time.Since(start).Round(time.Millisecond))
+	gvk := schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: kind}
+	g.Eventually(func(g Gomega) {
+		status, reason, message := cluster.ConditionOf(g, gvk, ns, "shop", "Deployed")
+		g.Expect(status).To(Equal("True"), message)
+		g.Expect(reason).To(Equal("InstallSuccessful"), message)
+	}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(Succeed(), "the first install, with an object of the CRD it installed first")
+	g.Expect(revisions(g, ns, "shop")).To(Equal(1), "one install, no retry")
 
 	for _, name := range names {
 		dep := &appsv1.Deployment{}
@@ -158,9 +167,14 @@ spec:
 	g.Expect(err).NotTo(HaveOccurred(), out)
 }
 
-// tail returns the last n lines of s.
+// tail returns the last n lines of s that are not stack frames.
 func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "sigs.k8s.io/") && !strings.HasPrefix(l, "k8s.io/") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
