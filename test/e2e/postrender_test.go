@@ -125,6 +125,15 @@ func TestPostRenderPatches(t *testing.T) {
 	g.Expect(patched(g, &d)).To(BeTrue())
 	g.Expect(d.Labels).To(HaveKeyWithValue("app", "web-patched"), "the chart's labels stay")
 
+	// As the drift tests do: the edit waits for Ready, by when the
+	// runtime watches the release's objects. An edit made before that
+	// watch lists them is seen as an existing object, which the library's
+	// dependent watch does not reconcile for, and is repaired only at the
+	// next resync.
+	g.Eventually(func(g Gomega) {
+		status, _, msg := env.ConditionOf(g, gvk, ns, "web", "Ready")
+		g.Expect(status).To(Equal("True"), msg)
+	}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	t.Log("a hand edit that removes the label is repaired")
 	out, err = env.Kubectl("label", "deployment", "web-patched", "-n", ns, "team-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
