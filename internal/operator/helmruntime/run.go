@@ -23,6 +23,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -58,6 +59,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	rt.serviceAccounts = f.ServiceAccounts
 	rt.postRenders = f.PostRenders
 	rt.crdPolicies = f.CRDPolicies
+	rt.versions = f.Versions
+	rt.rollouts = f.Rollouts
 	return managersetup.Supervise(ctx, cfg, rt.manager(cfg), log)
 }
 
@@ -82,6 +85,10 @@ type runtimeState struct {
 	postRenders []*postrender.Renderer
 	// crdPolicies are the CRD policies of the watches, in their order.
 	crdPolicies []watchconfig.CRDPolicy
+	// versions are the chart versions the watches ship, and rollouts how
+	// their releases move to a new default, in their order.
+	versions []watchconfig.ChartVersions
+	rollouts []rollout.Policy
 	// managedIdentity is the ServiceAccount the runtime creates for the
 	// releases of namespaced kinds that nothing else names one for
 	// (Options.ReleaseIdentity); nil: the operator's own rights.
@@ -197,6 +204,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 	watchconfig.SetServiceAccountNames(resolved, rt.serviceAccounts)
 	watchconfig.SetPostRender(resolved, rt.postRenders)
 	watchconfig.SetCRDPolicies(resolved, rt.crdPolicies)
+	watchconfig.SetVersions(resolved, rt.versions, rt.rollouts)
 	// A leader-election runnable: it starts when mgr leads.
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		rt.activity.Elected()

@@ -100,13 +100,13 @@ func SetImageDefaults(resolved []ResolvedWatch, defaults [][]release.ImageDefaul
 
 // knownFields are the fields of a watches.yaml entry this operator reads:
 // the library's, and drift, imageDefaults, confinement, remediation and
-// serviceAccountName, crds, postRender.
+// serviceAccountName, crds, postRender, chartVersions and rollout.
 var knownFields = map[string]bool{
 	"group": true, "version": true, "kind": true, "chart": true,
 	"watchDependentResources": true, "overrideValues": true, "reconcilePeriod": true,
 	"maxConcurrentReconciles": true, "selector": true, "drift": true, "imageDefaults": true,
 	"confinement": true, "remediation": true, "serviceAccountName": true, "crds": true,
-	"postRender": true,
+	"postRender": true, "chartVersions": true, "rollout": true,
 }
 
 // IgnoredFields names the fields of the entries of the watches file at path

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 )
 
 // File is a watches file as both processes read it: the library's entries
@@ -29,6 +30,10 @@ type File struct {
 	CRDPolicies []CRDPolicy
 	// PostRenders are the post-render patches (LoadPostRender).
 	PostRenders []*postrender.Renderer
+	// Versions are the chart versions each entry ships (LoadChartVersions).
+	Versions []ChartVersions
+	// Rollouts are the rollout policies (LoadRollouts).
+	Rollouts []rollout.Policy
 	// Ignored name what the file sets that neither reads (IgnoredFields).
 	Ignored []string
 }
@@ -64,6 +69,12 @@ func Load(path string, env Env) (File, error) {
 		return wrap(err)
 	}
 	if f.PostRenders, err = LoadPostRender(path); err != nil {
+		return wrap(err)
+	}
+	if f.Versions, err = LoadChartVersions(path, f.Watches); err != nil {
+		return wrap(err)
+	}
+	if f.Rollouts, err = LoadRollouts(path); err != nil {
 		return wrap(err)
 	}
 	if f.Ignored, err = IgnoredFields(path); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 )
 
 // WatchDefaults holds the operator-wide settings a watches.yaml entry falls
@@ -73,6 +74,12 @@ type ResolvedWatch struct {
 	// CRDs is what happens to the CRDs in the chart's crds/ directories
 	// (LoadCRDPolicies reads it); "" is CRDsCreate.
 	CRDs CRDPolicy
+	// Versions are the chart versions the kind ships, Chart's the default
+	// (LoadChartVersions reads them).
+	Versions ChartVersions
+	// Rollout is how the kind's releases move to a new default chart
+	// version (LoadRollouts reads it).
+	Rollout rollout.Policy
 }
 
 // ResolveWatch applies defaults to one watches.yaml entry. An explicit value
@@ -89,6 +96,10 @@ func Resolve(w watches.Watch, d WatchDefaults) (ResolvedWatch, error) {
 		MaxReleaseHistory:       d.MaxReleaseHistory,
 		OverrideValues:          maps.Clone(w.OverrideValues),
 		Remediation:             DefaultRemediation(),
+		Rollout:                 rollout.DefaultPolicy(),
+	}
+	if w.Chart != nil && w.Chart.Metadata != nil {
+		rw.Versions = ChartVersions{Default: w.Chart.Metadata.Version, Charts: map[string]*chart.Chart{w.Chart.Metadata.Version: w.Chart}}
 	}
 	if w.WatchDependentResources != nil {
 		rw.WatchDependentResources = *w.WatchDependentResources
