@@ -23,8 +23,8 @@ import (
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
-	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/releaseidentity"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
