@@ -31,7 +31,7 @@ verify-manifests: controller-gen ## Fail when controller-gen's, crdgen's, rbacge
 	for f in $$tmp/*.yaml; do \
 	  diff -u config/crd/bases/$$(basename $$f) $$f || { echo "config/crd/bases/$$(basename $$f) is stale: run make manifests"; exit 1; }; \
 	done; \
-	for d in extensions/api/*/; do \
+	for d in $$(find extensions/api -name '*_types.go' -exec dirname {} \; | sort -u); do \
 	  $(CONTROLLER_GEN) object paths=./$$d output:object:stdout > $$tmp/deepcopy.go; \
 	  diff -u $$d/zz_generated.deepcopy.go $$tmp/deepcopy.go || { echo "$$d/zz_generated.deepcopy.go is stale: run make manifests"; exit 1; }; \
 	done

@@ -135,7 +135,7 @@ func TestChartUninstallHook(t *testing.T) {
 	g.Expect(string(job)).To(ContainSubstring("- --timeout=4m"))
 	g.Expect(string(job)).NotTo(ContainSubstring("--delete-resources"))
 	role, _ := yaml.Marshal(got["ClusterRole/platform-operator-uninstall"])
-	for _, plural := range []string{"nginxes", "webapps", "namespacetenants", "cronscalers", "customresourcedefinitions"} {
+	for _, plural := range []string{"nginxes", "webapps", "namespacetenants", "cronscalers", "chartrollouts", "customresourcedefinitions"} {
 		g.Expect(string(role)).To(ContainSubstring(plural))
 	}
 
