@@ -128,7 +128,7 @@ func TestNamespaceTenantLifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = env.Kubectl("get", "nt", name)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`team-x\s+app-y\s+sam\s+dev\s+True\s+True`))
+	g.Expect(out).To(MatchRegexp(`team-x\s+app-y\s+sam\s+dev\s+\d+\.\d+\.\d+\S*\s+True\s+True`))
 
 	t.Log("the sidecar adds its finalizer next to the runtime's")
 	g.Eventually(func(g Gomega) {

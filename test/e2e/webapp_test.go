@@ -123,8 +123,8 @@ func TestWebAppLifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	out, err = env.Kubectl("get", "webapps", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "READY", "DEPLOYED", "REMEDIATED", "AGE"}))
-	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+example/app:v1.4\s+app.acme.com\s+2\s+True\s+True`))
+	g.Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "TIER", "IMAGE", "HOSTNAME", "REPLICAS", "CHART", "READY", "DEPLOYED", "REMEDIATED", "AGE"}))
+	g.Expect(out).To(MatchRegexp(`webapp-sample\s+dev\s+example/app:v1.4\s+app.acme.com\s+2\s+\d+\.\d+\.\d+\S*\s+True\s+True`))
 
 	t.Log("the password is not in the WebApp (status included) nor in events")
 	expectPasswordNotExposed(t, ns, name, password)

@@ -64,8 +64,8 @@ func TestQuickStartAsWritten(t *testing.T) {
 	}
 	t.Logf("second terminal:\n%s", out)
 	for _, name := range []string{"nginx-full", "nginx-sample", "nginx-scheduled"} {
-		if !regexp.MustCompile(`(?m)^` + name + `\s+\d+\s+True\s+True\s`).Match(out) {
-			t.Errorf("kubectl get nginx does not list %s Ready and Deployed:\n%s", name, out)
+		if !regexp.MustCompile(`(?m)^` + name + `\s+\d+\s+\d+\.\d+\.\d+\S*\s+True\s+True\s`).Match(out) {
+			t.Errorf("kubectl get nginx does not list %s with its chart version, Ready and Deployed:\n%s", name, out)
 		}
 	}
 

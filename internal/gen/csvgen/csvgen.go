@@ -136,6 +136,10 @@ func ownedVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextension
 			Path: "observedGeneration", DisplayName: "Observed Generation",
 			Description:  "The generation of the spec the status describes.",
 			XDescriptors: []string{"urn:alm:descriptor:text"},
+		}, Descriptor{
+			Path: "chartVersion", DisplayName: "Chart Version",
+			Description:  "The version of the chart the release runs: the kind's default, a version the resource pins, or during a rollout the one it has not moved from yet.",
+			XDescriptors: []string{"urn:alm:descriptor:text"},
 		})
 	}
 	for _, name := range sortedKeys(status.Properties) {

@@ -69,11 +69,12 @@ func TestOwnedDescriptors(t *testing.T) {
 	g.Expect(byPath["image.tag"].XDescriptors).To(ConsistOf(xFieldGroup+"image", xText))
 	g.Expect(byPath["labels"].XDescriptors).To(ConsistOf(xAdvanced))
 	// An open status (the Helm runtime's): conditions, Ready among them,
-	// and the generation they describe.
-	g.Expect(o.StatusDescriptors).To(HaveLen(2))
+	// the generation they describe and the chart version the release runs.
+	g.Expect(o.StatusDescriptors).To(HaveLen(3))
 	g.Expect(o.StatusDescriptors[0].XDescriptors).To(ConsistOf(xConditions))
 	g.Expect(o.StatusDescriptors[0].Description).To(ContainSubstring("Ready"))
 	g.Expect(o.StatusDescriptors[1].Path).To(Equal("observedGeneration"))
+	g.Expect(o.StatusDescriptors[2].Path).To(Equal("chartVersion"))
 }
 
 // TestCSVBaseUpToDate fails when the committed CSV base's owned-CRD section

@@ -411,6 +411,10 @@ func (g *gen) kindEntry(chartDescription, nameLimit string) string {
 	b.WriteString("  description: >-\n")
 	b.WriteString(genfile.Fill("   ", description, 78))
 	b.WriteString(`  printerColumns:
+  - name: Chart
+    type: string
+    description: Version of the chart the release runs (status.chartVersion); during a rollout (ChartRollout), or when platform.acme.com/chart-version pins one, not always the kind's default.
+    jsonPath: .status.chartVersion
   - name: Ready
     type: string
     description: Whether every object of the release works (Deployments available, StatefulSets ready, claims bound, namespaces active); its reason and message say what is not.

@@ -51,6 +51,14 @@ func TestRunOnHelmCreateStarter(t *testing.T) {
 	if k.Kind != "Podinfo" || k.NameLimit.MaxLength != 53 || !*k.NameLimit.DNS1035Label {
 		t.Errorf("kinds.yaml entry %+v, nameLimit %+v", k, *k.NameLimit)
 	}
+	// The chart version the release runs, as every shipped kind shows it.
+	var columns []string
+	for _, c := range k.PrinterColumns {
+		columns = append(columns, c.Name+"="+c.JSONPath)
+	}
+	if !slices.Contains(columns, "Chart=.status.chartVersion") {
+		t.Errorf("kinds.yaml entry's printer columns %v lack Chart=.status.chartVersion", columns)
+	}
 	role := after["config/rbac/role.yaml"]
 	for _, rule := range []string{"resources: [podinfos]", "resources: [podinfos/status]", "deployments (Nginx, Podinfo, WebApp)", "serviceaccounts (NamespaceTenant)"} {
 		if !strings.Contains(role, rule) {
