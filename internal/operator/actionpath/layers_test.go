@@ -19,6 +19,7 @@ func TestLayerOrder(t *testing.T) {
 		names = append(names, l.Name)
 	}
 	g.Expect(names).To(Equal([]string{
+		"chart version",
 		"uninstall wait",
 		"upgrade backoff",
 		"failure events",

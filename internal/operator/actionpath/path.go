@@ -75,6 +75,9 @@ type Kind struct {
 	TestResults *TestResults
 	// CRDs is the kind's policy for its chart's crds/ (watches.yaml crds).
 	CRDs watchconfig.CRDPolicy
+	// Versions are the kind's chart versions and the gate of its rollout
+	// (chartversion.go); nil renders the library's chart.
+	Versions *ChartVersions
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -98,6 +101,10 @@ func NewWithLayers(base helmclient.ActionClientGetter, nsFor helmclient.ObjectTo
 // Layers are the layers of one kind's path, outermost first.
 func Layers(k Kind) []Layer {
 	return []Layer{
+		// A release renders with the chart version its resource pins, or,
+		// until the kind's rollout admits it, with the version it runs
+		// (chartversion.go); every layer below sees that chart.
+		{"chart version", chartVersionsLayer(k.Versions)},
 		// A resource with the uninstall-wait annotation stays until its
 		// release's objects are gone (uninstallwait.go); above the
 		// failure Events, as waiting is no failure.

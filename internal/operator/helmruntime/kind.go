@@ -24,6 +24,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
@@ -46,6 +47,11 @@ type kindRuntime struct {
 	// testResults carries the outcomes of chart tests from the action
 	// path to the readiness controller.
 	testResults *actionpath.TestResults
+	// gate says which releases the kind's rollout lets move to the default
+	// chart version; rolloutWake wakes the reconciler for those it admits
+	// (rollout.go).
+	gate        *rollout.Gate
+	rolloutWake chan event.GenericEvent
 }
 
 // wakeReconciler asks the kind's reconciler to reconcile key.
@@ -61,9 +67,12 @@ func (k *kindRuntime) wakeReconciler(key types.NamespacedName) {
 }
 
 // remediationWatch makes the reconciler reconcile what wakeReconciler
-// sends.
+// and the rollout controller send.
 func (k *kindRuntime) remediationWatch(c reconciler.ControllerSetup) error {
-	return c.Watch(source.Channel(k.remediate, &handler.EnqueueRequestForObject{}))
+	if err := c.Watch(source.Channel(k.remediate, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	return c.Watch(source.Channel(k.rolloutWake, &handler.EnqueueRequestForObject{}))
 }
 
 // setupKind builds the reconciler of one resolved watch and adds it to
@@ -84,6 +93,8 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		log:           rt.log.WithValues("kind", rw.GVK.Kind),
 		remediate:     make(chan event.GenericEvent, 1024),
 		testResults:   actionpath.NewTestResults(),
+		gate:          &rollout.Gate{},
+		rolloutWake:   make(chan event.GenericEvent, 1024),
 	}
 	k.ready = readycontroller.New(readycontroller.Config{
 		GVK: rw.GVK, ClusterScoped: clusterScoped, Concurrency: rw.MaxConcurrentReconciles,
@@ -134,6 +145,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Remediation:      rw.Remediation,
 		TestResults:      k.testResults,
 		CRDs:             rw.CRDs,
+		Versions:         &actionpath.ChartVersions{Versions: rw.Versions, Gate: k.gate},
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {
@@ -147,6 +159,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	// work (package cachefilter).
 	if err := r.SetupWithManager(cachefilter.WithPrimaryEventFilter(mgr, rw.GVK, updates)); err != nil {
 		return fmt.Errorf("set up reconciler for %s: %w", rw.GVK, err)
+	}
+	if err := k.setupRollout(mgr); err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
 	k.logConfigured()
 	return nil
@@ -269,6 +284,9 @@ func (k *kindRuntime) logConfigured() {
 		"selector", describeSelector(rw.Selector),
 		"crds", string(rw.CRDs),
 		"postRender", rw.PostRender != nil,
+		"chartVersion", rw.Versions.Default,
+		"chartVersions", rw.Versions.Shipped(),
+		"rollout", describeSteps(rw.Rollout.Steps()),
 	}
 	if k.clusterScoped {
 		kv = append(kv, "releaseNamespace", k.rt.opts.ReleaseNamespace)

@@ -9,16 +9,18 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	platformv1alpha1 "github.com/acme/platform-operator/extensions/api/platform/v1alpha1"
 	"github.com/acme/platform-operator/internal/operator/cachefilter"
 )
 
 // NewScheme returns the scheme of the manager: the client-go built-in types
-// plus apiextensions/v1. Custom resource kinds stay unstructured; the
+// plus apiextensions/v1 and the operator's own API (ChartRollout). Custom resource kinds stay unstructured; the
 // reconcilers register them when they are set up.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(platformv1alpha1.AddToScheme(s))
 	return s
 }
 

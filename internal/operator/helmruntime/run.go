@@ -101,6 +101,8 @@ type runtimeState struct {
 	dryRuns *prometheus.CounterVec
 	// remediations counts remediations by kind and action (remediation.go).
 	remediations *prometheus.CounterVec
+	// rolloutMetrics are the gauges of the kinds' chart rollouts (rollout.go).
+	rolloutMetrics rolloutMetrics
 	// readyStates counts releases by readiness (readycontroller.States).
 	readyStates *readycontroller.States
 	// shardID is the shard of this process (shard.ID), recorded on every
@@ -139,7 +141,18 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 		}
 		states = already.ExistingCollector.(*readycontroller.States)
 	}
+	rm := newRolloutMetrics()
+	for _, g := range []**prometheus.GaugeVec{&rm.releases, &rm.wave, &rm.halted} {
+		if err := reg.Register(*g); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+			*g = already.ExistingCollector.(*prometheus.GaugeVec)
+		}
+	}
 	return &runtimeState{
+		rolloutMetrics:  rm,
 		managedIdentity: opts.ReleaseIdentity.Managed(),
 		readyStates:     states,
 		remediations:    remediations,

@@ -58,6 +58,10 @@ const (
 	ReasonUninstalled = actionpath.ReasonUninstalled
 )
 
+// StatusChartVersion is the field of status that holds the chart version
+// of the release's current revision.
+const StatusChartVersion = "chartVersion"
+
 // historyLength is how many revisions status.history keeps.
 const historyLength = 5
 
@@ -167,7 +171,7 @@ func shortDigest(d string) string {
 // copy of the history and remediation it returns, for the entry to keep
 // (readyEntry.computed): the write of st may lose a conflict.
 func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdict, obj client.Object, now time.Time) (status, computed map[string]any) {
-	for _, k := range []string{"history", actionpath.StatusRemediation} {
+	for _, k := range []string{"history", actionpath.StatusRemediation, StatusChartVersion} {
 		if _, ok := st[k]; !ok && known[k] != nil {
 			st[k] = runtime.DeepCopyJSONValue(known[k])
 		}
@@ -182,6 +186,11 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 		c.Revision == rec.Revision && c.Generation == rec.Generation && c.At == rec.At {
 		rec.RolledBackAs = c.RolledBackAs
 		st[actionpath.StatusRemediation] = rec.Map()
+	}
+	if e.rev.revision > 0 && e.rev.revision == e.release.Revision && e.rev.chartVersion != "" {
+		// The chart version the release runs (kubectl get's Chart column,
+		// and what a rollout counts).
+		st[StatusChartVersion] = e.rev.chartVersion
 	}
 	if e.rev.revision > 0 && e.rev.revision == e.release.Revision {
 		i := sort.Search(len(history), func(i int) bool { return history[i].Revision <= e.rev.revision })
@@ -241,7 +250,7 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 		st["history"] = historyValue(history)
 	}
 	computed = map[string]any{}
-	for _, k := range []string{"history", actionpath.StatusRemediation} {
+	for _, k := range []string{"history", actionpath.StatusRemediation, StatusChartVersion} {
 		if st[k] != nil {
 			computed[k] = runtime.DeepCopyJSONValue(st[k])
 		}

@@ -45,3 +45,12 @@ func (g *Gate) Admit(keys []string) []string {
 	g.all, g.admitted = false, next
 	return added
 }
+
+// Key names a resource in the gate: namespace/name, or name for a
+// cluster-scoped kind.
+func Key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

@@ -23,6 +23,10 @@ type Member struct {
 	// Failed: a revision of the rollout's version was remediated (rolled
 	// back, or left Stalled) since the rollout's attempt began.
 	Failed bool
+	// HeldMove is the chart version of an upgrade that was rolled back
+	// and whose remediation holds the release back, when that upgrade
+	// moved it to another version: a rollout to a version retries it.
+	HeldMove string
 }
 
 // Plan is the order in which a rollout moves releases and how many have

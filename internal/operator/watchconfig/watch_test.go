@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/acme/platform-operator/internal/operator/rollout"
 )
 
 func TestResolveWatch(t *testing.T) {
@@ -126,6 +128,8 @@ func TestResolveWatch(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			want := tc.want
 			want.Remediation = DefaultRemediation()
+			want.Rollout = rollout.DefaultPolicy()
+			want.Versions = ChartVersions{Default: chrt.Metadata.Version, Charts: map[string]*chart.Chart{chrt.Metadata.Version: chrt}}
 			g.Expect(got).To(Equal(want))
 		})
 	}
