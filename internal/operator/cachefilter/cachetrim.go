@@ -41,7 +41,8 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //   - The objects releases render (unstructured, of any kind other than
 //     the watched custom resources) as their metadata and a digest of the
 //     rest (see fingerprint). They were most of the cache.
-//   - The watched custom resources without their status. The library reads
+//   - The watched custom resources with only the part of their status a
+//     chart rollout counts (rolloutView). The library reads
 //     the resource of each request from the API server (the manager's
 //     client does not cache unstructured objects) and writes its status
 //     from that copy; the cached copies only feed event handlers, which
@@ -90,7 +91,7 @@ func (t cacheTrim) transform(obj any) (any, error) {
 		stripReleasePayload(o)
 	case *unstructured.Unstructured:
 		if t.watched[o.GroupVersionKind()] {
-			delete(o.Object, "status")
+			trimStatus(o)
 		} else {
 			fingerprint(o)
 		}
@@ -204,6 +205,60 @@ func CacheNamespaces(namespaces []string) map[string]cache.Config {
 	out := make(map[string]cache.Config, len(namespaces))
 	for _, ns := range namespaces {
 		out[ns] = cache.Config{}
+	}
+	return out
+}
+
+// trimStatus keeps of a custom resource's status what the kind's rollout
+// controller reads from the cache (helmruntime/rollout.go): the chart
+// version the release runs, the Ready condition's status and generation,
+// and, of status.history and status.remediation, the fields that tell a
+// remediated revision and its chart version. Idempotent.
+func trimStatus(u *unstructured.Unstructured) {
+	st, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		delete(u.Object, "status")
+		return
+	}
+	kept := map[string]any{}
+	if v, ok := st["chartVersion"]; ok {
+		kept["chartVersion"] = v
+	}
+	if conds, ok := st["conditions"].([]any); ok {
+		for _, c := range conds {
+			m, ok := c.(map[string]any)
+			if !ok || m["type"] != "Ready" {
+				continue
+			}
+			kept["conditions"] = []any{pick(m, "type", "status", "observedGeneration")}
+		}
+	}
+	if hist, ok := st["history"].([]any); ok {
+		out := make([]any, 0, len(hist))
+		for _, h := range hist {
+			if m, ok := h.(map[string]any); ok {
+				out = append(out, pick(m, "revision", "chartVersion", "appliedAt", "remediation"))
+			}
+		}
+		kept["history"] = out
+	}
+	if r, ok := st["remediation"].(map[string]any); ok {
+		kept["remediation"] = pick(r, "revision", "generation", "retry", "action", "to", "retriesLeft")
+	}
+	if len(kept) == 0 {
+		delete(u.Object, "status")
+		return
+	}
+	u.Object["status"] = kept
+}
+
+// pick copies the keys of m that are set.
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -113,6 +113,36 @@ func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
 			},
 		},
 		{
+			name:      "the watched custom resources keep what a chart rollout counts of their status",
+			transform: opts.DefaultTransform,
+			in: func() client.Object {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"metadata": map[string]any{"name": "web"},
+					"status": map[string]any{
+						"deployedRelease": map[string]any{"name": "web", "manifest": "---\nkind: Deployment\n"},
+						"chartVersion":    "0.2.0",
+						"conditions": []any{
+							map[string]any{"type": "Deployed", "status": "True", "message": "long"},
+							map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3), "message": "long"},
+						},
+						"history":     []any{map[string]any{"revision": int64(2), "chartVersion": "0.2.0", "appliedAt": "t", "ready": true, "digest": "abc"}},
+						"remediation": map[string]any{"revision": int64(2), "action": "rollback", "message": "long"},
+					},
+				}}
+				u.SetGroupVersionKind(nginxGVK)
+				return u
+			}(),
+			check: func(g Gomega, out client.Object) {
+				u := out.(*unstructured.Unstructured)
+				g.Expect(u.Object["status"]).To(Equal(map[string]any{
+					"chartVersion": "0.2.0",
+					"conditions":   []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}},
+					"history":      []any{map[string]any{"revision": int64(2), "chartVersion": "0.2.0", "appliedAt": "t"}},
+					"remediation":  map[string]any{"revision": int64(2), "action": "rollback"},
+				}))
+			},
+		},
+		{
 			name:      "a Deployment loses the deployment controller's annotations, keeps the chart's",
 			transform: opts.DefaultTransform,
 			in: func() client.Object {

@@ -561,6 +561,7 @@ func (t *Tracker) patchStatus(ctx context.Context, key types.NamespacedName, e *
 			"status": map[string]any{
 				"conditions": status["conditions"], "observedGeneration": status["observedGeneration"],
 				"history": status["history"], actionpath.StatusRemediation: status[actionpath.StatusRemediation],
+				StatusChartVersion: status[StatusChartVersion],
 			},
 		})
 		if err != nil {

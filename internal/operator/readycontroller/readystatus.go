@@ -131,7 +131,7 @@ func keptStatus(st map[string]any) map[string]any {
 		return nil
 	}
 	out := map[string]any{}
-	for _, k := range []string{"conditions", "observedGeneration", "history", "remediation"} {
+	for _, k := range []string{"conditions", "observedGeneration", "history", "remediation", StatusChartVersion} {
 		if v, ok := st[k]; ok {
 			out[k] = runtime.DeepCopyJSONValue(v)
 		}
