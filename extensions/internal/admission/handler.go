@@ -13,9 +13,13 @@
 //   - a spec.valuesFrom that names a Secret or ConfigMap the requesting
 //     user may not get (ValuesFromAccess), or, not optional, one that does
 //     not exist or lacks the key (admissioncheck.Checker);
-//   - a spec the kind's chart does not render with, rendered exactly as
-//     the runtime would, or renders into a release whose record is larger
-//     than a Secret may hold (admissioncheck.Checker);
+//   - a chart version pinned (platform.acme.com/chart-version) that the
+//     kind does not ship (admissioncheck.Checker, by the runtime's rule,
+//     watchconfig.ChartVersions.CheckPin);
+//   - a spec the kind's chart (the pinned version, else the default) does
+//     not render with, rendered exactly as the runtime would, or renders
+//     into a release whose record is larger than a Secret may hold
+//     (admissioncheck.Checker);
 //   - a rendered object that exists and belongs to another release, or to
 //     none, and a rendered Ingress host another tenant serves (--unique-hosts;
 //     admissioncheck.Checker asks package claims);
@@ -28,9 +32,11 @@
 // The runtime and the controllers keep their own checks, for resources the
 // webhook did not see (it was down, or they predate it).
 //
-// Only creates, spec changes and edits of those two annotations are
-// validated; an update that sets only them is checked for them alone,
-// without the chart's render. An update that keeps the spec and them
+// Only creates, spec changes and edits of those annotations are
+// validated; an update that sets only remediation annotations is checked
+// for them alone, without the chart's render; one that sets the chart
+// version pin is checked whole, since the pinned chart must render with
+// the spec. An update that keeps the spec and them
 // (finalizers, labels, other annotations) or of a resource being deleted
 // always passes, and the webhook configuration does not even send those
 // (its matchConditions), so that a webhook that is down never blocks a
@@ -77,7 +83,8 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var old *unstructured.Unstructured
-	specChanged := true
+	// render: the spec, or the chart version it renders with, changes.
+	render := true
 	if req.Operation == admissionv1.Update {
 		old = &unstructured.Unstructured{}
 		if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
@@ -86,8 +93,8 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		if obj.GetDeletionTimestamp() != nil {
 			return admission.Allowed("")
 		}
-		specChanged = !equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"])
-		if !specChanged && !remediationSet(old, obj) {
+		render = !equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"]) || pinSet(old, obj)
+		if !render && !remediationSet(old, obj) {
 			return admission.Allowed("")
 		}
 	}
@@ -96,7 +103,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			return refuse(obj, errs)
 		}
 	}
-	if !specChanged {
+	if !render {
 		return admission.Allowed("")
 	}
 	if v.Check.Reconciles(obj) {

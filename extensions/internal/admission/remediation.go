@@ -35,8 +35,14 @@ func remediationErrors(obj *unstructured.Unstructured) field.ErrorList {
 // as the webhook configuration's matchConditions do. Removing one needs
 // no check: the resource falls back to its kind's remediation.
 func remediationSet(old, obj *unstructured.Unstructured) bool {
+	return annotationsSet(old, obj, remediationAnnotations)
+}
+
+// annotationsSet reports whether an update from old to obj sets one of
+// names to a value it did not have.
+func annotationsSet(old, obj *unstructured.Unstructured, names []string) bool {
 	before, after := old.GetAnnotations(), obj.GetAnnotations()
-	for _, name := range remediationAnnotations {
+	for _, name := range names {
 		value, ok := after[name]
 		if !ok {
 			continue

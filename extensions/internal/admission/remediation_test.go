@@ -3,6 +3,7 @@ package admission
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,8 +74,9 @@ func TestRemediationSet(t *testing.T) {
 }
 
 // The matchConditions of the webhooks of kinds with a chart send edits of
-// the annotations remediationErrors checks (the integration test proves
-// they do on an API server); the CronScaler's do not.
+// the annotations remediationErrors checks and of the chart version pin
+// (the integration tests prove they do on an API server); the
+// CronScaler's do not.
 func TestMatchConditionsNameRemediationAnnotations(t *testing.T) {
 	g := NewWithT(t)
 	// TestMain moved to the repository root.
@@ -86,7 +88,7 @@ func TestMatchConditionsNameRemediationAnnotations(t *testing.T) {
 	for _, w := range vwc.Webhooks {
 		g.Expect(w.MatchConditions).To(HaveLen(1), w.Name)
 		expr := w.MatchConditions[0].Expression
-		for _, a := range remediationAnnotations {
+		for _, a := range append(slices.Clone(remediationAnnotations), pinAnnotations...) {
 			g.Expect(strings.Contains(expr, "'"+a+"'")).To(Equal(w.Name != "vcronscaler.autoscaling.acme.com"), w.Name+" names "+a)
 		}
 	}

@@ -60,7 +60,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 		hosts.Ingresses = IngressesByHost{Reader: mgr.GetCache()}
 	}
-	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), f.Watches, f.Images, f.Confinements, f.PostRenders, releaseNamespace, hosts)
+	check, err := admissioncheck.New(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetAPIReader(), f, releaseNamespace, hosts)
 	if err != nil {
 		return fmt.Errorf("set up the admission checks: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,8 +31,8 @@ import (
 	"github.com/acme/platform-operator/internal/operator/claims"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/manifest"
-	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 	"github.com/acme/platform-operator/internal/operator/workloadrefs"
 )
@@ -69,8 +69,51 @@ type checkedKind struct {
 	clusterScoped bool
 	// releaseNamespace stores the releases of a cluster-scoped kind.
 	releaseNamespace string
-	chart            release.ChartDigest
-	values           release.Values
+	// def is the kind's default chart version; pinned are the other
+	// versions it ships, by version, which a resource may pin
+	// (rollout.PinAnnotation).
+	def    *checkedChart
+	pinned map[string]*checkedChart
+}
+
+// checkedChart is one shipped chart version of a kind, as a render uses it.
+type checkedChart struct {
+	chart *chart.Chart
+	// name is how answers name the chart: its path, and its version when
+	// it is not the kind's default.
+	name   string
+	digest release.ChartDigest
+	values release.Values
+}
+
+// newCheckedChart prepares chrt for the renders of rw's resources: the
+// values the reconciler computes for rw, with chrt's defaults and
+// generated values.
+func newCheckedChart(rw watchconfig.ResolvedWatch, chrt *chart.Chart, name string) (*checkedChart, error) {
+	rw.Chart = chrt
+	vals, err := rw.Values()
+	if err != nil {
+		return nil, err
+	}
+	return &checkedChart{chart: chrt, name: name, digest: release.DigestChart(chrt), values: vals}, nil
+}
+
+// chartOf returns the chart obj renders with: the version it pins, else
+// the kind's default. A pin to a version the kind does not ship is
+// refused with the shipped versions (watchconfig.ChartVersions.CheckPin),
+// as the runtime refuses it.
+func (k *checkedKind) chartOf(obj *unstructured.Unstructured) (*checkedChart, *field.Error) {
+	v, ok := obj.GetAnnotations()[rollout.PinAnnotation]
+	if !ok {
+		return k.def, nil
+	}
+	if err := k.watch.Versions.CheckPin(v); err != nil {
+		return nil, field.Invalid(field.NewPath("metadata", "annotations").Key(rollout.PinAnnotation), v, err.Error())
+	}
+	if c, ok := k.pinned[v]; ok {
+		return c, nil
+	}
+	return k.def, nil
 }
 
 // Hosts configures the hostname check: Ingresses finds the Ingresses that
@@ -81,22 +124,23 @@ type Hosts struct {
 	Scope     claims.HostScope
 }
 
-// New loads the charts of ws (as the runtime does, with the same
-// defaults, the image defaults of its entries, LoadImageDefaults, their
-// allowances, LoadConfinement, and their post-render patches,
-// LoadPostRender) for the kinds the API server knows. Releases of cluster-scoped
-// kinds are looked for in releaseNamespace, as the runtime stores them.
-// reader must read from the API server, not from a cache.
-func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []watches.Watch, images [][]release.ImageDefault, confinements []release.Confinement, postRenders []*postrender.Renderer, releaseNamespace string, hosts Hosts) (*Checker, error) {
-	resolved, err := watchconfig.ResolveAll(ws, watchconfig.Defaults())
+// New loads the charts of the watches file f (as the runtime does, with
+// the same defaults, the image defaults of its entries, their allowances,
+// their post-render patches and the chart versions they ship) for the
+// kinds the API server knows. Releases of cluster-scoped kinds are looked
+// for in releaseNamespace, as the runtime stores them. reader must read
+// from the API server, not from a cache.
+func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, f watchconfig.File, releaseNamespace string, hosts Hosts) (*Checker, error) {
+	resolved, err := watchconfig.ResolveAll(f.Watches, watchconfig.Defaults())
 	if err != nil {
 		return nil, err
 	}
-	if err := watchconfig.SetImageDefaults(resolved, images); err != nil {
+	if err := watchconfig.SetImageDefaults(resolved, f.Images); err != nil {
 		return nil, err
 	}
-	watchconfig.SetConfinement(resolved, confinements)
-	watchconfig.SetPostRender(resolved, postRenders)
+	watchconfig.SetConfinement(resolved, f.Confinements)
+	watchconfig.SetPostRender(resolved, f.PostRenders)
+	watchconfig.SetVersions(resolved, f.Versions, f.Rollouts)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
@@ -120,12 +164,19 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, reader client.Reader, ws []wa
 		if err != nil {
 			return nil, fmt.Errorf("selector of %s: %w", rw.GVK, err)
 		}
-		vals, err := rw.Values()
+		def, err := newCheckedChart(rw, rw.Chart, rw.ChartPath)
 		if err != nil {
 			return nil, err
 		}
-		k := &checkedKind{
-			watch: rw, selector: sel, clusterScoped: clusterScoped, chart: release.DigestChart(rw.Chart), values: vals,
+		k := &checkedKind{watch: rw, selector: sel, clusterScoped: clusterScoped, def: def, pinned: map[string]*checkedChart{}}
+		for _, v := range rw.Versions.Shipped() {
+			if v == rw.Versions.Default {
+				continue
+			}
+			chrt, _ := rw.Versions.Chart(v)
+			if k.pinned[v], err = newCheckedChart(rw, chrt, fmt.Sprintf("%s version %s", rw.ChartPath, v)); err != nil {
+				return nil, err
+			}
 		}
 		if clusterScoped {
 			k.releaseNamespace = releaseNamespace
@@ -161,8 +212,10 @@ func (p *Checker) kindOf(obj *unstructured.Unstructured) *checkedKind {
 	return k
 }
 
-// Check returns what the runtime would refuse about obj: a release of its
-// name that another resource owns or claims, a spec its chart does not
+// Check returns what the runtime would refuse about obj: a chart version
+// it pins that its kind does not ship, a release of its
+// name that another resource owns or claims, a spec its chart (the
+// version it pins, else the kind's default) does not
 // render with, or renders into a release record larger than a Secret may
 // hold (release.CheckInstallRecord), a rendered object outside what the
 // kind may place (release.Confinement), or one that exists and is not its
@@ -188,6 +241,10 @@ func (p *Checker) Check(ctx context.Context, obj, old *unstructured.Unstructured
 	if invalid := release.CheckName(name, k.watch.GVK.Kind); invalid != nil {
 		return field.ErrorList{field.Invalid(namePath, name, invalid.Error())}, nil, nil
 	}
+	chrt, invalid := k.chartOf(obj)
+	if invalid != nil {
+		return field.ErrorList{invalid}, nil, nil
+	}
 	claimant := release.OwnerOf(obj)
 	msg, err := p.otherClaim(ctx, k, claimant, ns)
 	if err != nil || msg != "" {
@@ -196,7 +253,7 @@ func (p *Checker) Check(ctx context.Context, obj, old *unstructured.Unstructured
 	if msg, err = p.releaseOwner(ctx, claimant, ns); err != nil || msg != "" {
 		return forbidden(namePath, msg), nil, err
 	}
-	objs, err := p.render(ctx, k, name, ns, old != nil, obj)
+	objs, err := p.render(ctx, k, chrt, name, ns, old != nil, obj)
 	if err != nil {
 		if errs, warnings, ok := ValuesFromAnswer(err); ok {
 			return errs, warnings, nil
@@ -369,24 +426,25 @@ func (e *renderError) Unwrap() error { return e.err }
 // a *release.RecordTooLargeError when the record Helm would store for the
 // render is larger than a Secret may hold (release.CheckInstallRecord).
 // Results of charts that do not look anything up are remembered by
-// release digest, name and namespace.
-func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, upgrade bool, obj *unstructured.Unstructured) ([]claims.Object, error) {
+// release digest, name and namespace. c is the chart version obj renders
+// with (checkedKind.chartOf).
+func (p *Checker) render(ctx context.Context, k *checkedKind, c *checkedChart, name, ns string, upgrade bool, obj *unstructured.Unstructured) ([]claims.Object, error) {
 	// The values the reconciler computes (release.Values), generated
 	// values filled with placeholders.
 	spec, _ := obj.Object["spec"].(map[string]interface{})
-	vals, err := k.values.Compute(spec, release.Placeholder, p.valuesFrom(ctx, k, obj))
+	vals, err := c.values.Compute(spec, release.Placeholder, p.valuesFrom(ctx, k, obj))
 	if err != nil {
 		var vf *release.ValuesFromError
 		if errors.As(err, &vf) || apierrors.IsForbidden(err) {
 			return nil, err
 		}
-		return nil, &renderError{chart: k.watch.ChartPath, err: err}
+		return nil, &renderError{chart: c.name, err: err}
 	}
 	caps, err := p.caps.Get(p.discover)
 	if err != nil {
 		return nil, fmt.Errorf("discover the API server's capabilities: %w", err)
 	}
-	digest, cacheable, err := release.Digest(k.chart, vals, caps)
+	digest, cacheable, err := release.Digest(c.digest, vals, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -398,12 +456,12 @@ func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, u
 			return r.objects, r.err
 		}
 	}
-	objs, err := p.renderChart(ctx, k, vals, chartutil.ReleaseOptions{
+	objs, err := p.renderChart(ctx, k, c.chart, vals, chartutil.ReleaseOptions{
 		Name: name, Namespace: ns, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade,
 	}, caps)
 	var tooLarge *release.RecordTooLargeError
 	if err != nil && !errors.As(err, &tooLarge) {
-		err = &renderError{chart: k.watch.ChartPath, err: err}
+		err = &renderError{chart: c.name, err: err}
 	}
 	if cacheable {
 		p.renders.put(key, rendered{objects: objs, err: err})
@@ -411,8 +469,7 @@ func (p *Checker) render(ctx context.Context, k *checkedKind, name, ns string, u
 	return objs, err
 }
 
-func (p *Checker) renderChart(ctx context.Context, k *checkedKind, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]claims.Object, error) {
-	chrt := k.watch.Chart
+func (p *Checker) renderChart(ctx context.Context, k *checkedKind, chrt *chart.Chart, vals map[string]interface{}, opts chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]claims.Object, error) {
 	if manifest.HasDependencies(chrt) {
 		// Helm enables, disables and renames subcharts on the chart it is
 		// given: each render gets its own copy of the kind's.
