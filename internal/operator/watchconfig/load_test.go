@@ -34,7 +34,8 @@ func TestLoadReadsTheShippedFile(t *testing.T) {
 		t.Fatalf("want 3 entries, got %d", n)
 	}
 	for name, got := range map[string]int{"drift": len(f.Drifts), "images": len(f.Images), "confinement": len(f.Confinements),
-		"remediation": len(f.Remediations), "serviceAccountName": len(f.ServiceAccounts), "crds": len(f.CRDPolicies), "postRender": len(f.PostRenders)} {
+		"remediation": len(f.Remediations), "serviceAccountName": len(f.ServiceAccounts), "crds": len(f.CRDPolicies), "postRender": len(f.PostRenders),
+		"chartVersions": len(f.Versions), "rollout": len(f.Rollouts)} {
 		if got != n {
 			t.Errorf("%s: %d values for %d entries", name, got, n)
 		}
