@@ -6,8 +6,10 @@ import (
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	hrelease "helm.sh/helm/v3/pkg/release"
 
+	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -24,7 +26,10 @@ import (
 //     one. The chart is the shipped one of that version, or, when the
 //     operator no longer ships it, the one stored in the release record.
 //
-// Installs render the default (or pinned) version.
+// Installs render the default (or pinned) version. The library merges the
+// spec's values with the defaults of the kind's default chart; a release
+// rendered with another version gets the spec's values merged with that
+// version's defaults instead (reconcilerecord.Record.Values).
 
 // ReasonChartVersionNotShipped is the reason of the refusal of a pin to a
 // version the operator does not ship.
@@ -90,10 +95,23 @@ func (c *chartVersionClient) Install(name, namespace string, chrt *chart.Chart, 
 	if err != nil {
 		return nil, err
 	}
-	if p != nil {
+	if p != nil && p != chrt {
+		if vals, err = c.valuesFor(p, vals); err != nil {
+			return nil, err
+		}
 		chrt = p
 	}
 	return c.actionClient.Install(name, namespace, chrt, vals, opts...)
+}
+
+// valuesFor are the reconcile's values merged with the defaults of chrt
+// rather than the library's chart; vals when the reconcile recorded none.
+func (c *chartVersionClient) valuesFor(chrt *chart.Chart, vals map[string]interface{}) (map[string]interface{}, error) {
+	raw := reconcilerecord.Of(c.t.obj).Values()
+	if raw == nil {
+		return vals, nil
+	}
+	return chartutil.CoalesceValues(chrt, raw)
 }
 
 // upgradeChart is the chart the release's upgrades render with.
@@ -133,6 +151,11 @@ func (c *chartVersionClient) DryRunUpgrade(name, namespace string, chrt *chart.C
 	if err != nil {
 		return nil, err
 	}
+	if use != chrt {
+		if vals, err = c.valuesFor(use, vals); err != nil {
+			return nil, err
+		}
+	}
 	return c.actionClient.DryRunUpgrade(name, namespace, use, vals, opts...)
 }
 
@@ -141,6 +164,11 @@ func (c *chartVersionClient) Upgrade(name, namespace string, chrt *chart.Chart, 
 	use, err := c.upgradeChart(name, chrt)
 	if err != nil {
 		return nil, err
+	}
+	if use != chrt {
+		if vals, err = c.valuesFor(use, vals); err != nil {
+			return nil, err
+		}
 	}
 	return c.actionClient.Upgrade(name, namespace, use, vals, opts...)
 }

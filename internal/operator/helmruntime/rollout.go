@@ -97,8 +97,12 @@ type rolloutController struct {
 	selector labels.Selector
 	started  time.Time
 	now      func() time.Time
-	// written is when this process last wrote a ChartRollout's status.
+	// written is when this process last wrote a ChartRollout's status;
+	// latest is what that write returned, and staleRV the resource
+	// version it replaced.
 	written time.Time
+	latest  *platformv1alpha1.ChartRollout
+	staleRV string
 	// wake asks the reconciler of a resource to reconcile it.
 	wake func(ctx context.Context, key types.NamespacedName)
 }
@@ -118,6 +122,9 @@ var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]+`)
 // ChartRollout API (its CRD not installed) releases move at once, as
 // before rollouts, and the log says so.
 func (k *kindRuntime) setupRollout(mgr ctrl.Manager) error {
+	// Exported from the start, so that an alert on a halt has a series
+	// to read before any rollout.
+	k.rt.rolloutMetrics.halted.WithLabelValues(k.watch.GVK.Kind, k.watch.Versions.Default).Set(0)
 	if _, err := mgr.GetRESTMapper().RESTMapping(platformv1alpha1.GroupVersion.WithKind("ChartRollout").GroupKind(), platformv1alpha1.GroupVersion.Version); err != nil {
 		if meta.IsNoMatchError(err) {
 			k.gate.AdmitAll()
@@ -280,6 +287,10 @@ func (rc *rolloutController) pass(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	exists := err == nil
+	if exists && rc.latest != nil && rc.latest.UID == cr.UID && cr.ResourceVersion == rc.staleRV {
+		// The cache has not seen this process's last write yet.
+		cr = rc.latest.DeepCopy()
+	}
 	attemptStart := rc.started
 	if exists && cr.Status.AttemptStartedAt != nil {
 		attemptStart = cr.Status.AttemptStartedAt.Time
@@ -340,7 +351,7 @@ func (rc *rolloutController) start(ctx context.Context, name, target string) err
 	rc.recorder.Eventf(cr, corev1.EventTypeNormal, ReasonRolloutStarted,
 		"Moving the %s releases to chart version %s in waves %s", rc.k.watch.GVK.Kind, target, describeSteps(steps))
 	rc.log.Info("Chart rollout started", "version", target, "rollout", name, "waves", describeSteps(steps))
-	return rc.c.Status().Update(ctx, cr)
+	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
 }
 
 func describeSteps(steps []rollout.Step) string {
@@ -392,8 +403,8 @@ func (rc *rolloutController) progress(ctx context.Context, cr *platformv1alpha1.
 		if err := rc.resume(ctx, cr, members, now); err != nil {
 			return 0, err
 		}
-		// The failed releases' statuses changed: judge them next pass.
-		return rolloutActivePass, rc.c.Status().Update(ctx, cr)
+		// The failed releases are retried: judge them next pass.
+		return rolloutActivePass, rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
 	case !cr.Spec.Paused && cr.Status.Phase == platformv1alpha1.PhasePaused:
 		cr.Status.Phase = platformv1alpha1.PhaseProgressing
 		restartWave(cr, now)
@@ -450,7 +461,9 @@ func (rc *rolloutController) progress(ctx context.Context, cr *platformv1alpha1.
 		if err := rc.writeStatus(ctx, cr, members, pinned); err != nil {
 			return 0, err
 		}
-		if err := rc.c.Patch(ctx, cr, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))); err != nil {
+		if err := rc.update(ctx, cr, func(obj client.Object) error {
+			return rc.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`)))
+		}); err != nil {
 			return 0, err
 		}
 		rc.recorder.Event(cr, corev1.EventTypeWarning, ReasonRolloutHalted, cr.Status.Message)
@@ -571,7 +584,18 @@ func (rc *rolloutController) writeStatus(ctx context.Context, cr *platformv1alph
 		return nil
 	}
 	rc.written = rc.now()
-	return rc.c.Status().Update(ctx, cr)
+	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
+}
+
+// update writes cr with write and remembers the result, which the cache
+// may not hold yet at the next pass.
+func (rc *rolloutController) update(ctx context.Context, cr *platformv1alpha1.ChartRollout, write func(client.Object) error) error {
+	before := cr.ResourceVersion
+	if err := write(cr); err != nil {
+		return err
+	}
+	rc.latest, rc.staleRV = cr.DeepCopy(), before
+	return nil
 }
 
 // report sets the rollout's gauges.

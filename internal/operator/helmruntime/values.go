@@ -123,6 +123,9 @@ func (t *valuesTranslator) Translate(ctx context.Context, obj *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
+	// The action path merges these with the defaults of the chart version
+	// the release renders with (actionpath/chartversion.go).
+	rec.SetValues(vals)
 	return vals, nil
 }
 

@@ -30,6 +30,7 @@ type Record struct {
 	refusal *Refusal
 	stored  *storedRead
 	events  []Event
+	values  map[string]any
 }
 
 // Refusal is a refusal of the action path: the reason the conditions that
@@ -168,4 +169,27 @@ func (r *Record) TakeEvents() []Event {
 	events := r.events
 	r.events = nil
 	return events
+}
+
+// SetValues records the values the reconcile translated from the spec,
+// before the library merges them with the defaults of the kind's chart:
+// a release rendered with another version of the chart merges them with
+// that version's defaults instead.
+func (r *Record) SetValues(vals map[string]any) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.values = vals
+	r.mu.Unlock()
+}
+
+// Values returns what SetValues recorded; nil when nothing was.
+func (r *Record) Values() map[string]any {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.values
 }
