@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	platformv1alpha1 "github.com/acme/platform-operator/extensions/api/platform/v1alpha1"
 	"github.com/acme/platform-operator/test/realnode"
 	"github.com/acme/platform-operator/test/testkit"
 )
@@ -32,6 +35,7 @@ var (
 	csvGVK          = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
 	catalogGVK      = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
 	subscriptionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
+	chartRolloutGVK = platformv1alpha1.GroupVersion.WithKind("ChartRollout")
 )
 
 // The namespaces the examples and the WebApp with a database live in.
@@ -273,9 +277,12 @@ func testALMExamples(t *testing.T) {
 }
 
 // testBundleUpgrade: `operator-sdk run bundle-upgrade` to the next version
-// replaces the CSV and the operator's Pod; the new operator adopts every
-// release without a new revision, and a WebApp's generated password and the
-// data in its database survive.
+// replaces the CSV and the operator's Pod. The new image ships a new
+// version of the nginx chart (setup): the new operator moves every Nginx to
+// it in the waves of the default rollout policy, as the ChartRollout's
+// history and the releases' Helm records show, and gives no other release
+// a new revision; a WebApp's generated password and the data in its
+// database survive.
 func testBundleUpgrade(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -356,22 +363,31 @@ func testBundleUpgrade(t *testing.T) {
 			"--tail=-1", "--max-log-requests=4")
 		return out
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Release reconciled.*"name":"shop","namespace":"olm-webapp"|Release reconciled.*"namespace":"olm-webapp".*"name":"shop"|"shop".*Release reconciled`), "the new operator reconciles the WebApp")
-	// The new RELATED_IMAGE_NGINX upgrades each Nginx on the default image
-	// once; no other release gets a new revision.
-	sameOrOneMore := func(g Gomega) {
+	expectNginxRollout(t, ctx, start)
+	// Each Nginx moved to the new chart once; no other release got a new
+	// revision.
+	nginxes := nginxKeys(ctx, g)
+	var moves map[string][]string
+	movedOnce := func(g Gomega) {
 		after, err := cluster.Releases(ctx)
 		g.Expect(err).To(Succeed())
+		moves = map[string][]string{}
 		for key, revs := range before {
-			if slices.Contains(defaults, key) {
-				g.Expect(after[key]).To(HaveLen(len(revs)+1), "%s runs the default nginx: one new revision", key)
-			} else {
+			if !slices.Contains(nginxes, key) {
 				g.Expect(after[key]).To(Equal(revs), "%s: no new revision", key)
+				continue
 			}
+			moves[key] = expectNginxMove(ctx, g, key, lastRevision(revs), lastRevision(after[key]), slices.Contains(defaults, key))
 		}
+		g.Expect(slices.Sorted(maps.Keys(moves))).To(Equal(nginxes), "every Nginx has a release from before the upgrade")
 	}
-	g.Eventually(sameOrOneMore).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-	g.Consistently(sameOrOneMore).WithTimeout(10 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
-	t.Logf("%s after bundle-upgrade started: each of %v upgraded once to the new default nginx, every other release as it was", time.Since(start).Round(time.Millisecond), defaults)
+	g.Eventually(movedOnce).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	g.Consistently(movedOnce).WithTimeout(10 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+	for _, key := range nginxes {
+		t.Logf("  %s: new revisions %s", key, strings.Join(moves[key], ", "))
+	}
+	t.Logf("%s after bundle-upgrade started: each of %v on chart nginx-%s, those on the default image (%v) on the new default nginx, every other release as it was",
+		time.Since(start).Round(time.Millisecond), nginxes, nginxUpgradeChartVersion, defaults)
 	expectNginxPods(ctx, g, examplesNamespace, "nginx-sample", digests[nginxUpgradeImage])
 	dep := &appsv1.Deployment{}
 	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own-nginx"}, dep)).To(Succeed())
@@ -397,6 +413,131 @@ func testBundleUpgrade(t *testing.T) {
 	g.Expect(err).To(Succeed())
 	g.Expect(after[ns+"/"+name]).To(HaveLen(len(before[ns+"/"+name]) + 1))
 	g.Expect(cluster.DBPassword(g, ns, name)).To(Equal(password))
+}
+
+// expectNginxRollout waits until the ChartRollout of the upgrade's nginx
+// chart is Complete and checks its history: the waves the default policy
+// (docs/upgrading.md) gives the cluster's Nginx resources, none of them
+// canaries, each wave started once the one before had finished, every
+// release moved and none failed.
+func expectNginxRollout(t *testing.T, ctx context.Context, upgradeStarted time.Time) {
+	t.Helper()
+	g := NewWithT(t)
+	name := "nginx-" + nginxUpgradeChartVersion
+	var cr platformv1alpha1.ChartRollout
+	g.Eventually(func(g Gomega) {
+		u, err := cluster.Get(ctx, chartRolloutGVK, "", name)
+		g.Expect(err).NotTo(HaveOccurred(), "the new operator starts the rollout")
+		cr = platformv1alpha1.ChartRollout{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cr)).To(Succeed())
+		g.Expect(cr.Status.Phase).To(Equal(platformv1alpha1.PhaseComplete), "wave %d of %d: %s", cr.Status.Wave, cr.Status.Waves, cr.Status.Message)
+	}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	nginxes := nginxKeys(ctx, g)
+	n := int32(len(nginxes))
+	g.Expect(cr.Spec).To(Equal(platformv1alpha1.ChartRolloutSpec{Group: testkit.NginxGVK.Group, Kind: testkit.NginxGVK.Kind, Version: nginxUpgradeChartVersion}))
+	g.Expect([]int32{cr.Status.Releases, cr.Status.Moved, cr.Status.Failed, cr.Status.Pinned, cr.Status.Attempt}).To(Equal([]int32{n, n, 0, 0, 1}),
+		"releases, moved, failed, pinned, attempt of %d Nginx", n)
+	sizes := defaultWaveSizes(len(nginxes))
+	g.Expect(cr.Status.History).To(HaveLen(len(sizes)), "the waves of the default policy for %d releases: %v", n, sizes)
+	g.Expect(cr.Status.Waves).To(BeEquivalentTo(len(sizes)))
+	for i, w := range cr.Status.History {
+		g.Expect(w.Wave).To(BeEquivalentTo(i+1), "history line %d", i)
+		g.Expect([]int32{w.Releases, w.Moved, w.Failed}).To(Equal([]int32{int32(sizes[i]), int32(sizes[i]), 0}), "wave %d: releases, moved, failed", w.Wave)
+		g.Expect(w.StartedAt).NotTo(BeNil(), "wave %d", w.Wave)
+		g.Expect(w.FinishedAt).NotTo(BeNil(), "wave %d", w.Wave)
+		g.Expect(w.FinishedAt.Before(w.StartedAt)).To(BeFalse(), "wave %d finished before it started", w.Wave)
+		if i > 0 {
+			prev := cr.Status.History[i-1]
+			g.Expect(w.StartedAt.Before(prev.FinishedAt)).To(BeFalse(), "wave %d started %s, before wave %d finished %s",
+				w.Wave, w.StartedAt.UTC().Format(time.RFC3339), prev.Wave, prev.FinishedAt.UTC().Format(time.RFC3339))
+		}
+		t.Logf("wave %d of %d: %d releases, %d moved, %d failed; started %s, finished %s (%s), %s after bundle-upgrade started",
+			w.Wave, len(sizes), w.Releases, w.Moved, w.Failed, w.StartedAt.UTC().Format(time.TimeOnly), w.FinishedAt.UTC().Format(time.TimeOnly),
+			w.FinishedAt.Sub(w.StartedAt.Time), w.FinishedAt.Sub(upgradeStarted).Round(time.Second))
+	}
+	t.Logf("ChartRollout %s Complete: %d Nginx in waves %v (%s)", name, n, sizes, cr.Status.Message)
+}
+
+// defaultWaveSizes is how many releases each wave of the default rollout
+// policy moves when a kind has n releases and no canaries: the waves end
+// at 1, 10%, 50% and 100% of n, shares rounded up, and a wave that would
+// not grow the count is left out.
+func defaultWaveSizes(n int) []int {
+	var sizes []int
+	done := 0
+	for _, end := range []int{1, (n*10 + 99) / 100, (n*50 + 99) / 100, n} {
+		if end = min(end, n); end > done {
+			sizes = append(sizes, end-done)
+			done = end
+		}
+	}
+	return sizes
+}
+
+// expectNginxMove checks the Nginx of key ("namespace/name") after the
+// upgrade, its release's last revision having been from before it and to
+// now: the resource says it runs the new chart version, and the release
+// has exactly one new revision at that chart, its last. A release on the
+// default image (onDefault) runs the new default nginx from its first new
+// revision on; one that chose its image keeps it and moves in that one
+// revision. It returns the new revisions, described.
+//
+// A release that runs the default image may have a revision before its
+// move: its wave admits it after the new operator's first reconcile of it,
+// and until then the new RELATED_IMAGE_NGINX, a change of its values, is
+// applied with the chart version the release runs (docs/upgrading.md,
+// "Edits, new resources and pins during a rollout").
+func expectNginxMove(ctx context.Context, g Gomega, key string, from, to int, onDefault bool) []string {
+	ns, name, _ := strings.Cut(key, "/")
+	res, err := cluster.Get(ctx, testkit.NginxGVK, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	version, _, _ := unstructured.NestedString(res.Object, "status", "chartVersion")
+	g.Expect(version).To(Equal(nginxUpgradeChartVersion), "%s: status.chartVersion", key)
+	g.Expect(to).To(BeNumerically(">", from), "%s: the upgrade moved it", key)
+	var described []string
+	for rev := from + 1; rev <= to; rev++ {
+		rec, err := cluster.ReleaseRecord(ctx, ns, name, rev)
+		g.Expect(err).NotTo(HaveOccurred(), "%s revision %d", key, rev)
+		chart := rec.Chart.Metadata.Name + "-" + rec.Chart.Metadata.Version
+		newImage := strings.Contains(rec.Manifest, digests[nginxUpgradeImage])
+		described = append(described, fmt.Sprintf("v%d %s (%s, new default image: %t)", rev, chart, rec.Info.Status, newImage))
+		g.Expect(newImage).To(Equal(onDefault), "%s revision %d runs the new default nginx only when it runs the default image", key, rev)
+		if rev == to {
+			g.Expect(chart).To(Equal("nginx-"+nginxUpgradeChartVersion), "%s: its last revision is the new chart", key)
+		} else {
+			g.Expect(chart).To(Equal("nginx-"+nginxChartVersion), "%s revision %d: before its move, the chart it ran", key, rev)
+		}
+	}
+	if onDefault {
+		g.Expect(to-from).To(BeNumerically("<=", 2), "%s: %v", key, described)
+	} else {
+		g.Expect(to-from).To(Equal(1), "%s: nothing but the chart changed: %v", key, described)
+	}
+	return described
+}
+
+// lastRevision is the highest revision among a release's revision
+// Secrets, named sh.helm.release.v1.<release>.v<revision>.
+func lastRevision(secrets []string) int {
+	last := 0
+	for _, s := range secrets {
+		if n, err := strconv.Atoi(s[strings.LastIndex(s, ".v")+2:]); err == nil {
+			last = max(last, n)
+		}
+	}
+	return last
+}
+
+// nginxKeys lists every Nginx resource, "namespace/name", sorted.
+func nginxKeys(ctx context.Context, g Gomega) []string {
+	items, err := cluster.List(ctx, testkit.NginxGVK, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, it := range items {
+		out = append(out, it.GetNamespace()+"/"+it.GetName())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // nginxWithDefaultImage lists the Nginx resources ("namespace/name") that

@@ -43,6 +43,10 @@ const (
 	// The nginx stand-in again with one more label, so another digest:
 	// the upgrade's RELATED_IMAGE_NGINX.
 	nginxUpgradeImage = realnode.NginxRepo + ":" + realnode.NginxTag + "-r2"
+	// The upgrade's operator image ships the nginx chart at this version,
+	// as its default, and keeps the chart of the first version beside it
+	// (chartVersions): the upgrade rolls the Nginx releases out in waves.
+	nginxUpgradeChartVersion = "0.1.1"
 )
 
 var (
@@ -60,6 +64,9 @@ var (
 	// them: the bundles reference them so.
 	operatorImages = map[string]string{}
 	digests        = map[string]string{}
+	// The version of the nginx chart in the repository, the first
+	// version's default; setup reads it from its Chart.yaml.
+	nginxChartVersion string
 	// The RELATED_IMAGE_* variables each version's bundle is built with:
 	// the upgrade moves nginx to another digest.
 	relatedImages = map[string]map[string]string{
@@ -112,19 +119,29 @@ func setup(c *realnode.Cluster) error {
 		realnode.NginxImage, realnode.ExporterImage, realnode.AppImage, realnode.PostgresImage, nginxUpgradeImage}
 	// One image per version, as a release has: the same binaries, a
 	// version label, so the two have different digests. The same for the
-	// nginx of the upgrade.
-	relabel := map[string]string{nginxUpgradeImage: fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.revision=2\n", realnode.NginxImage)}
+	// nginx of the upgrade. The upgrade's operator image also ships a new
+	// version of the nginx chart (upgradeCharts).
+	charts, err := upgradeCharts(root)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(charts)
+	relabel := map[string]imageBuild{nginxUpgradeImage: {dockerfile: fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.revision=2\n", realnode.NginxImage)}}
 	for _, v := range []string{firstVersion, upgradeVersion} {
 		img := operatorRepo + ":v" + v
-		relabel[img] = fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v)
+		relabel[img] = imageBuild{dockerfile: fmt.Sprintf("FROM %s\nLABEL org.opencontainers.image.version=%s\n", devImage, v)}
 		images = append(images, img)
 	}
-	for img, dockerfile := range relabel {
-		build := exec.Command("docker", "build", "--network", "host", "-t", img, "-")
-		build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		build.Stdin = strings.NewReader(dockerfile)
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %w\n%s", img, err, out)
+	up := relabel[operatorRepo+":v"+upgradeVersion]
+	// /opt/platform-operator is where the Dockerfile puts watches.yaml
+	// and the charts (the manager's working directory); the image has no
+	// shell, so the new files come in by COPY.
+	up.dockerfile += "COPY watches.yaml /opt/platform-operator/watches.yaml\nCOPY helm-charts/ /opt/platform-operator/helm-charts/\n"
+	up.context = charts
+	relabel[operatorRepo+":v"+upgradeVersion] = up
+	for img, b := range relabel {
+		if err := b.build(img); err != nil {
+			return err
 		}
 	}
 	if err := cluster.Push(images...); err != nil {
@@ -154,6 +171,90 @@ func setup(c *realnode.Cluster) error {
 	fmt.Fprintf(os.Stderr, "olm: OLM installed (packageserver Succeeded) in %s\n", time.Since(start).Round(time.Millisecond))
 
 	return nil
+}
+
+// imageBuild is an image the suite derives from one make test-olm built.
+type imageBuild struct {
+	// dockerfile is its Dockerfile.
+	dockerfile string
+	// context is the directory its COPY instructions read; "" for none.
+	context string
+}
+
+// build runs docker build for the image tagged img.
+func (b imageBuild) build(img string) error {
+	args := []string{"build", "--network", "host", "-t", img}
+	if b.context != "" {
+		args = append(args, "-f", "-", b.context)
+	} else {
+		args = append(args, "-")
+	}
+	build := exec.Command("docker", args...)
+	build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	build.Stdin = strings.NewReader(b.dockerfile)
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", img, err, out)
+	}
+	return nil
+}
+
+// chartVersionLine is the version line of a Chart.yaml.
+var chartVersionLine = regexp.MustCompile(`(?m)^version: (\S+)$`)
+
+// upgradeCharts writes, in a new directory it returns, what the upgrade's
+// operator image ships beside the first's, laid out as the image has it:
+// helm-charts/nginx, the repository's chart at version
+// nginxUpgradeChartVersion (its rendered objects change through the
+// helm.sh/chart label); helm-charts/versions/nginx-<first version>, the
+// repository's chart as it is; and watches.yaml, the repository's with
+// that previous version listed in the Nginx entry's chartVersions, as
+// docs/upgrading.md says to ship one. It sets nginxChartVersion.
+func upgradeCharts(root string) (string, error) {
+	src := filepath.Join(root, "helm-charts", "nginx")
+	chartYAML, err := os.ReadFile(filepath.Join(src, "Chart.yaml"))
+	if err != nil {
+		return "", err
+	}
+	m := chartVersionLine.FindSubmatch(chartYAML)
+	if m == nil {
+		return "", fmt.Errorf("%s/Chart.yaml has no version line", src)
+	}
+	nginxChartVersion = string(m[1])
+	if nginxChartVersion == nginxUpgradeChartVersion {
+		return "", fmt.Errorf("the nginx chart is at %s already: the upgrade's chart needs another version", nginxUpgradeChartVersion)
+	}
+	previous := "helm-charts/versions/nginx-" + nginxChartVersion
+	watches, err := os.ReadFile(filepath.Join(root, "watches.yaml"))
+	if err != nil {
+		return "", err
+	}
+	const nginxEntry = "\n  chart: helm-charts/nginx\n"
+	if strings.Count(string(watches), nginxEntry) != 1 {
+		return "", fmt.Errorf("watches.yaml: want one entry with chart helm-charts/nginx")
+	}
+	watches = []byte(strings.Replace(string(watches), nginxEntry, nginxEntry+"  chartVersions: ["+previous+"]\n", 1))
+
+	dir, err := os.MkdirTemp("", "platform-operator-upgrade-")
+	if err != nil {
+		return "", err
+	}
+	write := func() error {
+		if err := os.WriteFile(filepath.Join(dir, "watches.yaml"), watches, 0o644); err != nil {
+			return err
+		}
+		for _, dst := range []string{filepath.Join(dir, "helm-charts", "nginx"), filepath.Join(dir, filepath.FromSlash(previous))} {
+			if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+				return err
+			}
+		}
+		bumped := chartVersionLine.ReplaceAll(chartYAML, []byte("version: "+nginxUpgradeChartVersion))
+		return os.WriteFile(filepath.Join(dir, "helm-charts", "nginx", "Chart.yaml"), bumped, 0o644)
+	}
+	if err := write(); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // olmScript runs hack/olm/olm.sh with the images of this suite.
