@@ -8,8 +8,10 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	hrelease "helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
+	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/rollout"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -29,7 +31,8 @@ import (
 // Installs render the default (or pinned) version. The library merges the
 // spec's values with the defaults of the kind's default chart; a release
 // rendered with another version gets the spec's values merged with that
-// version's defaults instead (reconcilerecord.Record.Values).
+// version's defaults instead (reconcilerecord.Record.Values), and one the
+// rollout holds back keeps the default images it runs.
 
 // ReasonChartVersionNotShipped is the reason of the refusal of a pin to a
 // version the operator does not ship.
@@ -70,8 +73,10 @@ type chartVersionClient struct {
 	cv *ChartVersions
 	t  target
 	// chosen is the chart of this reconcile's upgrades, picked at the
-	// first.
+	// first; held is the release when the rollout holds it back on the
+	// version it runs.
 	chosen *chart.Chart
+	held   *hrelease.Release
 }
 
 // pinned returns the chart of the resource's pin, nil without one.
@@ -96,7 +101,7 @@ func (c *chartVersionClient) Install(name, namespace string, chrt *chart.Chart, 
 		return nil, err
 	}
 	if p != nil && p != chrt {
-		if vals, err = c.valuesFor(p, vals); err != nil {
+		if vals, err = c.valuesFor(p, vals, nil); err != nil {
 			return nil, err
 		}
 		chrt = p
@@ -106,10 +111,19 @@ func (c *chartVersionClient) Install(name, namespace string, chrt *chart.Chart, 
 
 // valuesFor are the reconcile's values merged with the defaults of chrt
 // rather than the library's chart; vals when the reconcile recorded none.
-func (c *chartVersionClient) valuesFor(chrt *chart.Chart, vals map[string]interface{}) (map[string]interface{}, error) {
-	raw := reconcilerecord.Of(c.t.obj).Values()
+// A release the rollout holds back (held) also keeps the images it runs
+// where its spec takes the operator's default image: a new default image
+// comes with the new chart version, in the release's wave.
+func (c *chartVersionClient) valuesFor(chrt *chart.Chart, vals map[string]interface{}, held *hrelease.Release) (map[string]interface{}, error) {
+	raw, defaulted := reconcilerecord.Of(c.t.obj).Values()
 	if raw == nil {
 		return vals, nil
+	}
+	if held != nil && len(defaulted) > 0 {
+		raw = runtime.DeepCopyJSON(raw)
+		if err := release.KeepImages(raw, held.Config, defaulted); err != nil {
+			return nil, err
+		}
 	}
 	return chartutil.CoalesceValues(chrt, raw)
 }
@@ -141,6 +155,7 @@ func (c *chartVersionClient) upgradeChart(name string, def *chart.Chart) (*chart
 		} else {
 			c.chosen = c.cv.recordedChart(cur)
 		}
+		c.held = cur
 	}
 	return c.chosen, nil
 }
@@ -152,7 +167,7 @@ func (c *chartVersionClient) DryRunUpgrade(name, namespace string, chrt *chart.C
 		return nil, err
 	}
 	if use != chrt {
-		if vals, err = c.valuesFor(use, vals); err != nil {
+		if vals, err = c.valuesFor(use, vals, c.held); err != nil {
 			return nil, err
 		}
 	}
@@ -166,7 +181,7 @@ func (c *chartVersionClient) Upgrade(name, namespace string, chrt *chart.Chart, 
 		return nil, err
 	}
 	if use != chrt {
-		if vals, err = c.valuesFor(use, vals); err != nil {
+		if vals, err = c.valuesFor(use, vals, c.held); err != nil {
 			return nil, err
 		}
 	}

@@ -118,14 +118,14 @@ func (t *valuesTranslator) Translate(ctx context.Context, obj *unstructured.Unst
 		}
 		return v, err
 	}
-	vals, err := t.values.Translate(spec, fill, release.SourceReader(ctx, t.sources, obj.GetNamespace()))
+	vals, defaulted, err := t.values.TranslateNoting(spec, fill, release.SourceReader(ctx, t.sources, obj.GetNamespace()))
 	rec.SetEvents(events)
 	if err != nil {
 		return nil, err
 	}
 	// The action path merges these with the defaults of the chart version
 	// the release renders with (actionpath/chartversion.go).
-	rec.SetValues(vals)
+	rec.SetValues(vals, defaulted)
 	return vals, nil
 }
 

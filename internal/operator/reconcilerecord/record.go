@@ -31,6 +31,7 @@ type Record struct {
 	stored  *storedRead
 	events  []Event
 	values  map[string]any
+	images  []string
 }
 
 // Refusal is a refusal of the action path: the reason the conditions that
@@ -175,21 +176,23 @@ func (r *Record) TakeEvents() []Event {
 // before the library merges them with the defaults of the kind's chart:
 // a release rendered with another version of the chart merges them with
 // that version's defaults instead.
-func (r *Record) SetValues(vals map[string]any) {
+// defaultedImages are the paths of the image blocks that took the
+// operator's default image.
+func (r *Record) SetValues(vals map[string]any, defaultedImages []string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.values = vals
+	r.values, r.images = vals, defaultedImages
 	r.mu.Unlock()
 }
 
 // Values returns what SetValues recorded; nil when nothing was.
-func (r *Record) Values() map[string]any {
+func (r *Record) Values() (vals map[string]any, defaultedImages []string) {
 	if r == nil {
-		return nil
+		return nil, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.values
+	return r.values, r.images
 }

@@ -80,9 +80,11 @@ type ImageDefault struct {
 var imageFields = []string{"repository", "tag", "digest"}
 
 // ApplyImageDefaults sets each default on vals whose image block sets none
-// of repository, tag and digest. A spec that sets one of them keeps its
-// choice, completed by the chart's defaults as before.
-func ApplyImageDefaults(vals map[string]interface{}, defaults []ImageDefault) error {
+// of repository, tag and digest, and returns the paths of the blocks it
+// set. A spec that sets one of them keeps its choice, completed by the
+// chart's defaults as before.
+func ApplyImageDefaults(vals map[string]interface{}, defaults []ImageDefault) ([]string, error) {
+	var applied []string
 	for _, d := range defaults {
 		path := strings.Split(d.Path, ".")
 		chosen := false
@@ -94,6 +96,7 @@ func ApplyImageDefaults(vals map[string]interface{}, defaults []ImageDefault) er
 		if chosen {
 			continue
 		}
+		applied = append(applied, d.Path)
 		set := map[string]string{"repository": d.Image.Repository, "tag": d.Image.Tag, "digest": d.Image.Digest}
 		for _, f := range imageFields {
 			if set[f] == "" {
@@ -102,7 +105,27 @@ func ApplyImageDefaults(vals map[string]interface{}, defaults []ImageDefault) er
 				continue
 			}
 			if err := setNestedString(vals, append(path[:len(path):len(path)], f), set[f]); err != nil {
-				return fmt.Errorf("image default %s: %w", d.Path, err)
+				return nil, fmt.Errorf("image default %s: %w", d.Path, err)
+			}
+		}
+	}
+	return applied, nil
+}
+
+// KeepImages sets, on vals, the image of each block of paths as stored
+// holds it: the repository, tag and digest a release ran with. A block
+// stored does not hold is left as it is.
+func KeepImages(vals, stored map[string]interface{}, paths []string) error {
+	for _, p := range paths {
+		path := strings.Split(p, ".")
+		for _, f := range imageFields {
+			full := append(path[:len(path):len(path)], f)
+			s, ok := NestedString(stored, full)
+			if !ok {
+				continue
+			}
+			if err := setNestedString(vals, full, s); err != nil {
+				return fmt.Errorf("keep image %s: %w", p, err)
 			}
 		}
 	}

@@ -85,3 +85,22 @@ func TestValuesComputeImageDefaults(t *testing.T) {
 	_, err = v.Compute(map[string]interface{}{"metrics": "off"}, Placeholder, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("image default metrics.image")))
 }
+
+func TestKeepImages(t *testing.T) {
+	g := NewWithT(t)
+	vals := map[string]interface{}{
+		"image":   map[string]interface{}{"repository": "new", "tag": "2", "pullPolicy": "Always"},
+		"metrics": map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}},
+	}
+	stored := map[string]interface{}{
+		"image":   map[string]interface{}{"repository": "old", "tag": "1", "digest": "", "pullPolicy": "IfNotPresent"},
+		"metrics": map[string]interface{}{"image": map[string]interface{}{"repository": "stored", "tag": "0"}},
+	}
+	// Only the blocks that took the operator's default keep what ran.
+	g.Expect(KeepImages(vals, stored, []string{"image"})).To(Succeed())
+	g.Expect(vals["image"]).To(Equal(map[string]interface{}{"repository": "old", "tag": "1", "digest": "", "pullPolicy": "Always"}))
+	g.Expect(vals["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
+	// A block the record does not hold stays.
+	g.Expect(KeepImages(vals, map[string]interface{}{}, []string{"metrics.image"})).To(Succeed())
+	g.Expect(vals["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
+}

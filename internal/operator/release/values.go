@@ -59,24 +59,32 @@ func (v Values) Compute(spec map[string]interface{}, fill Fill, read ReadSource)
 // defaults: setting the same overrides again changes nothing, so the
 // reconciler's values are Compute's.
 func (v Values) Translate(spec map[string]interface{}, fill Fill, read ReadSource) (map[string]interface{}, error) {
+	vals, _, err := v.TranslateNoting(spec, fill, read)
+	return vals, err
+}
+
+// TranslateNoting is Translate, which also returns the paths of the image
+// blocks that took the operator's default image.
+func (v Values) TranslateNoting(spec map[string]interface{}, fill Fill, read ReadSource) (map[string]interface{}, []string, error) {
 	vals := runtime.DeepCopyJSON(spec)
 	if vals == nil {
 		vals = map[string]interface{}{}
 	}
 	vals, err := ApplyValuesFrom(vals, read)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ApplyOverrides(vals, v.Overrides); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := FillGenerated(vals, v.Generated, fill); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := ApplyImageDefaults(vals, v.Images); err != nil {
-		return nil, err
+	defaulted, err := ApplyImageDefaults(vals, v.Images)
+	if err != nil {
+		return nil, nil, err
 	}
-	return vals, nil
+	return vals, defaulted, nil
 }
 
 // ApplyOverrides sets the override values ("a.b.c": value, environment
