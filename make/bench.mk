@@ -11,6 +11,11 @@ bench-cronscaler: cluster-binaries build ## Benchmark: 1000 CronScalers firing i
 bench-admission: cluster-binaries build ## Benchmark: 1000 Nginx creates and edits through the admission webhook.
 	go run ./hack/bench/admission --bin-dir $(K8S_BIN) --extensions $(LOCALBIN)/extensions $(BENCH_ARGS)
 
+.PHONY: bench-rollout
+bench-rollout: cluster-binaries build ## Benchmark: a chart rollout in waves against all at once, 1000 Nginx (N=...).
+	go run ./hack/bench/rollout --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager --crd-dir config/crd/bases \
+	  --chart helm-charts/nginx --out $(LOCALBIN)/bench-rollout $(if $(N),-n $(N)) $(BENCH_ARGS)
+
 # A comma, for lists inside $(if ...).
 , := ,
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/acme/platform-operator/test/testkit"
 )
 
 // The chart rollout tests run a kind of their own, RolloutNginx, backed by
@@ -29,49 +30,17 @@ var chartRolloutGVK = schema.GroupVersionKind{Group: "platform.acme.com", Versio
 // rolloutSetup writes the three chart versions and the kind's CRD and
 // RBAC into a temporary directory, applies the CRD and RBAC, and returns
 // the directory. 0.3.0 renders Pods no node takes until a node carries
-// the label rollout.test.acme.com/schedulable=true.
+// the label testkit.UnschedulableLabel=true.
 func rolloutSetup(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	root := filepath.Join("..", "..")
 	for _, v := range []string{"0.1.0", "0.2.0", "0.3.0"} {
-		dst := filepath.Join(dir, "nginx-"+v)
-		copyDir(t, filepath.Join("..", "..", "helm-charts", "nginx"), dst)
-		chartYAML := filepath.Join(dst, "Chart.yaml")
-		b, err := os.ReadFile(chartYAML)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = regexp.MustCompile(`(?m)^version: .*$`).ReplaceAll(b, []byte("version: "+v))
-		writeFile(t, chartYAML, string(b))
-		if v == "0.3.0" {
-			dep := filepath.Join(dst, "templates", "deployment.yaml")
-			b, err := os.ReadFile(dep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := strings.Replace(string(b), "      {{- with .Values.nodeSelector }}\n      nodeSelector:",
-				"      nodeSelector:\n        rollout.test.acme.com/schedulable: \"true\"\n      {{- with .Values.nodeSelector }}", 1)
-			if s == string(b) {
-				t.Fatal("the nginx chart's deployment template has no nodeSelector block to edit")
-			}
-			writeFile(t, dep, s)
-		}
+		testkit.NginxVersion(t, root, dir, v, v == "0.3.0")
 	}
-	b, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "web.acme.com_nginxes.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := strings.NewReplacer(
-		"nginxes.web.acme.com", "rolloutnginxes.rollout.test.acme.com",
-		"group: web.acme.com", "group: rollout.test.acme.com",
-		"kind: Nginx\n", "kind: RolloutNginx\n",
-		"listKind: NginxList", "listKind: RolloutNginxList",
-		"plural: nginxes", "plural: rolloutnginxes",
-		"singular: nginx\n", "singular: rolloutnginx\n",
-		"- ngx\n", "- rngx\n",
-	).Replace(string(b))
-	writeFile(t, filepath.Join(dir, "crd.yaml"), crd)
-	writeFile(t, filepath.Join(dir, "rbac.yaml"), `apiVersion: rbac.authorization.k8s.io/v1
+	crd, crdName := testkit.NginxKindCRD(t, root, dir, rolloutGVK.Group, rolloutGVK.Kind)
+	rbac := filepath.Join(dir, "rbac.yaml")
+	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: platform-operator-rollout-test
@@ -92,62 +61,34 @@ subjects:
 - kind: ServiceAccount
   name: platform-operator-controller-manager
   namespace: platform-operator-system
-`)
-	out, err := env.Kubectl("apply", "-f", filepath.Join(dir, "crd.yaml"), "-f", filepath.Join(dir, "rbac.yaml"))
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := env.Kubectl("apply", "-f", crd, "-f", rbac)
 	if err != nil {
 		t.Fatalf("installing the RolloutNginx kind: %v\n%s", err, out)
 	}
-	if out, err := env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd/rolloutnginxes.rollout.test.acme.com"); err != nil {
+	if out, err := env.Kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd/"+crdName); err != nil {
 		t.Fatalf("waiting for the RolloutNginx CRD: %v\n%s", err, out)
 	}
 	return dir
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // startRolloutManager starts a manager that reconciles RolloutNginx with
 // chart version def as the default and the others shipped beside it.
 func startRolloutManager(t *testing.T, dir, name, def string, others ...string) *operatorProcess {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "- group: %s\n  version: %s\n  kind: %s\n  chart: %s\n", rolloutGVK.Group, rolloutGVK.Version, rolloutGVK.Kind, filepath.Join(dir, "nginx-"+def))
-	if len(others) > 0 {
-		b.WriteString("  chartVersions:\n")
-		for _, o := range others {
-			fmt.Fprintf(&b, "  - %s\n", filepath.Join(dir, "nginx-"+o))
-		}
+	var paths []string
+	for _, o := range others {
+		paths = append(paths, filepath.Join(dir, "nginx-"+o))
 	}
 	// Long enough for 100 upgrades at once on two cores; the canary of
 	// the broken version has a short timeout of its own (annotation).
-	b.WriteString("  remediation:\n    readyTimeout: 3m\n")
+	watches := testkit.RolloutWatches(rolloutGVK.Group, rolloutGVK.Kind, filepath.Join(dir, "nginx-"+def), paths, "3m", "")
 	watchesFile := filepath.Join(dir, "watches-"+name+".yaml")
-	writeFile(t, watchesFile, b.String())
+	if err := os.WriteFile(watchesFile, []byte(watches), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	p := &operatorProcess{
 		name: "manager-" + name, bin: env.manager.bin,
 		logPath:    filepath.Join(filepath.Dir(env.manager.logPath), fmt.Sprintf("%s-manager-%s.log", strings.ReplaceAll(t.Name(), "/", "-"), name)),
@@ -358,10 +299,10 @@ func TestChartRolloutInWaves(t *testing.T) {
 	g.Expect(env.Client.List(ctx, nodes)).To(Succeed())
 	g.Expect(nodes.Items).NotTo(BeEmpty())
 	for _, node := range nodes.Items {
-		out, err = env.Kubectl("label", "node", node.Name, "rollout.test.acme.com/schedulable=true", "--overwrite")
+		out, err = env.Kubectl("label", "node", node.Name, testkit.UnschedulableLabel+"=true", "--overwrite")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		nodeName := node.Name
-		t.Cleanup(func() { _, _ = env.Kubectl("label", "node", nodeName, "rollout.test.acme.com/schedulable-") })
+		t.Cleanup(func() { _, _ = env.Kubectl("label", "node", nodeName, testkit.UnschedulableLabel+"-") })
 	}
 	resumed := time.Now()
 	out, err = env.Kubectl("patch", "chartrollout", rollout3, "--type=merge", "-p", `{"spec":{"paused":false}}`)

@@ -3,7 +3,6 @@ package real
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/acme/platform-operator/internal/devtools/process"
 	"github.com/acme/platform-operator/internal/gen/kindgen"
 	"github.com/acme/platform-operator/test/realnode"
 	"github.com/acme/platform-operator/test/testkit"
@@ -89,31 +87,9 @@ func TestForeignChartOnRealPods(t *testing.T) {
 
 	// The releases act as the namespace's ServiceAccount with the
 	// generated release-deployer role, as the installed operator's do.
-	deployerYAML, err := os.ReadFile(filepath.Join(repo, "config", "rbac", "release_deployer_role.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
 	const deployer = "real-foreign-release-deployer"
-	cluster.Apply(t, "", strings.Replace(string(deployerYAML), "name: release-deployer", "name: "+deployer, 1))
-	t.Cleanup(func() { _, _ = cluster.Kubectl("delete", "clusterrole", deployer) })
-
-	metricsAddr, err := process.FreeAddr()
-	g.Expect(err).NotTo(HaveOccurred())
-	probeAddr, err := process.FreeAddr()
-	g.Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join(cluster.Root, "bin", "manager"),
-		"--watches-file", watches, "--release-service-account", "real-foreign-release", "--release-deployer-role", deployer,
-		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr, "--zap-devel")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+operatorNamespace)
-	logPath := filepath.Join(repo, "foreign-manager.log")
-	runtime, err := process.Start("foreign-manager", cmd, metricsAddr, logPath, 60*time.Second)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		_ = runtime.Stop(10 * time.Second)
-		if t.Failed() {
-			log, _ := os.ReadFile(logPath)
-			t.Logf("runtime log (tail, without stack frames):\n%s", tail(string(log), 60))
-		}
-	})
+	deployerRole(t, repo, deployer)
+	startHostRuntime(t, repo, "foreign-manager", watches, "real-foreign-release", deployer)
 
 	cluster.CreateNamespace(t, ns)
 	start := time.Now()
