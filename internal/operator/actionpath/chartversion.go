@@ -8,7 +8,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	hrelease "helm.sh/helm/v3/pkg/release"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/release"
@@ -120,8 +119,8 @@ func (c *chartVersionClient) valuesFor(chrt *chart.Chart, vals map[string]interf
 		return vals, nil
 	}
 	if held != nil && len(defaulted) > 0 {
-		raw = runtime.DeepCopyJSON(raw)
-		if err := release.KeepImages(raw, held.Config, defaulted); err != nil {
+		var err error
+		if raw, err = release.KeepImages(raw, held.Config, defaulted); err != nil {
 			return nil, err
 		}
 	}
@@ -160,30 +159,31 @@ func (c *chartVersionClient) upgradeChart(name string, def *chart.Chart) (*chart
 	return c.chosen, nil
 }
 
+// upgradeArgs are the chart and values of an upgrade of name: those of
+// upgradeChart, and the values merged with that chart's defaults.
+func (c *chartVersionClient) upgradeArgs(name string, chrt *chart.Chart, vals map[string]interface{}) (*chart.Chart, map[string]interface{}, error) {
+	use, err := c.upgradeChart(name, chrt)
+	if err != nil || use == chrt {
+		return use, vals, err
+	}
+	vals, err = c.valuesFor(use, vals, c.held)
+	return use, vals, err
+}
+
 // DryRunUpgrade renders with the chart of upgradeChart.
 func (c *chartVersionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
-	use, err := c.upgradeChart(name, chrt)
+	chrt, vals, err := c.upgradeArgs(name, chrt, vals)
 	if err != nil {
 		return nil, err
 	}
-	if use != chrt {
-		if vals, err = c.valuesFor(use, vals, c.held); err != nil {
-			return nil, err
-		}
-	}
-	return c.actionClient.DryRunUpgrade(name, namespace, use, vals, opts...)
+	return c.actionClient.DryRunUpgrade(name, namespace, chrt, vals, opts...)
 }
 
 // Upgrade upgrades with the chart of upgradeChart.
 func (c *chartVersionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
-	use, err := c.upgradeChart(name, chrt)
+	chrt, vals, err := c.upgradeArgs(name, chrt, vals)
 	if err != nil {
 		return nil, err
 	}
-	if use != chrt {
-		if vals, err = c.valuesFor(use, vals, c.held); err != nil {
-			return nil, err
-		}
-	}
-	return c.actionClient.Upgrade(name, namespace, use, vals, opts...)
+	return c.actionClient.Upgrade(name, namespace, chrt, vals, opts...)
 }

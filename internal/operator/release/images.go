@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -112,24 +113,39 @@ func ApplyImageDefaults(vals map[string]interface{}, defaults []ImageDefault) ([
 	return applied, nil
 }
 
-// KeepImages sets, on vals, the image of each block of paths as stored
+// KeepImages returns vals with the image of each block of paths as stored
 // holds it: the repository, tag and digest a release ran with. A block
-// stored does not hold is left as it is.
-func KeepImages(vals, stored map[string]interface{}, paths []string) error {
+// stored does not hold is left as it is. vals is not changed: the maps
+// along each path are copied.
+func KeepImages(vals, stored map[string]interface{}, paths []string) (map[string]interface{}, error) {
+	out := maps.Clone(vals)
 	for _, p := range paths {
 		path := strings.Split(p, ".")
+		block := map[string]string{}
 		for _, f := range imageFields {
-			full := append(path[:len(path):len(path)], f)
-			s, ok := NestedString(stored, full)
-			if !ok {
-				continue
-			}
-			if err := setNestedString(vals, full, s); err != nil {
-				return fmt.Errorf("keep image %s: %w", p, err)
+			if s, ok := NestedString(stored, append(path[:len(path):len(path)], f)); ok {
+				block[f] = s
 			}
 		}
+		if len(block) == 0 {
+			continue
+		}
+		// Copy the maps down to the block, then set its fields.
+		m := out
+		for _, seg := range path {
+			next, _ := m[seg].(map[string]interface{})
+			next = maps.Clone(next)
+			if next == nil {
+				next = map[string]interface{}{}
+			}
+			m[seg] = next
+			m = next
+		}
+		for f, v := range block {
+			m[f] = v
+		}
 	}
-	return nil
+	return out, nil
 }
 
 // CheckImageDefaults reports each default whose path is not an image block

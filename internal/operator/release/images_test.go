@@ -97,10 +97,13 @@ func TestKeepImages(t *testing.T) {
 		"metrics": map[string]interface{}{"image": map[string]interface{}{"repository": "stored", "tag": "0"}},
 	}
 	// Only the blocks that took the operator's default keep what ran.
-	g.Expect(KeepImages(vals, stored, []string{"image"})).To(Succeed())
-	g.Expect(vals["image"]).To(Equal(map[string]interface{}{"repository": "old", "tag": "1", "digest": "", "pullPolicy": "Always"}))
-	g.Expect(vals["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
+	kept, err := KeepImages(vals, stored, []string{"image"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kept["image"]).To(Equal(map[string]interface{}{"repository": "old", "tag": "1", "digest": "", "pullPolicy": "Always"}))
+	g.Expect(kept["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
+	g.Expect(vals["image"]).To(HaveKeyWithValue("repository", "new"), "vals is not changed")
 	// A block the record does not hold stays.
-	g.Expect(KeepImages(vals, map[string]interface{}{}, []string{"metrics.image"})).To(Succeed())
-	g.Expect(vals["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
+	kept, err = KeepImages(vals, map[string]interface{}{}, []string{"metrics.image"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kept["metrics"]).To(Equal(map[string]interface{}{"image": map[string]interface{}{"repository": "mine", "tag": "1"}}))
 }
