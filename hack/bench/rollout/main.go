@@ -114,7 +114,10 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster"), KwokStages: stages})
+	// A fake node takes 250 Pods; a rolling update has up to two per
+	// release.
+	nodes := cfg.n/100 + 1
+	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster"), KwokStages: stages, Nodes: nodes})
 	if err != nil {
 		return fmt.Errorf("local cluster: %w", err)
 	}
@@ -138,7 +141,7 @@ func run(cfg config) error {
 			return err
 		}
 	}
-	fmt.Printf("bench-rollout: N=%d, %s, load %s\n", cfg.n, benchkit.CPUModel(), benchkit.LoadAverage())
+	fmt.Printf("bench-rollout: N=%d, %d fake nodes, %s, load %s\n", cfg.n, nodes, benchkit.CPUModel(), benchkit.LoadAverage())
 
 	// Install every release at 0.1.0.
 	mgr, err := startManager(cfg, state, cluster.Kubeconfig, "install", "0.1.0")
