@@ -224,6 +224,7 @@ func TestChartRolloutInWaves(t *testing.T) {
 		sizes = append(sizes, w.releases)
 		g.Expect(w.failed).To(BeZero(), "wave %d", w.wave)
 		g.Expect(w.moved).To(Equal(w.releases), "wave %d", w.wave)
+		g.Expect(w.finished).NotTo(BeZero(), "wave %d has finished", w.wave)
 		if i > 0 {
 			g.Expect(w.started).NotTo(BeTemporally("<", waves[i-1].finished), "wave %d starts once wave %d is done", w.wave, waves[i-1].wave)
 		}

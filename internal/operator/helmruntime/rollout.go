@@ -97,10 +97,10 @@ type rolloutController struct {
 	selector labels.Selector
 	started  time.Time
 	now      func() time.Time
-	// written is when this process last wrote a ChartRollout's status;
-	// latest is what that write returned, and staleRV the resource
-	// version it replaced.
-	written time.Time
+	// read is the status the current pass read; latest is what this
+	// process's last write returned, and staleRV the resource version it
+	// replaced.
+	read    *platformv1alpha1.ChartRolloutStatus
 	latest  *platformv1alpha1.ChartRollout
 	staleRV string
 	// wake asks the reconciler of a resource to reconcile it.
@@ -291,6 +291,8 @@ func (rc *rolloutController) pass(ctx context.Context) (time.Duration, error) {
 		// The cache has not seen this process's last write yet.
 		cr = rc.latest.DeepCopy()
 	}
+	// What the pass read, to write only a status that changed.
+	rc.read = cr.Status.DeepCopy()
 	attemptStart := rc.started
 	if exists && cr.Status.AttemptStartedAt != nil {
 		attemptStart = cr.Status.AttemptStartedAt.Time
@@ -567,7 +569,6 @@ func findMember(ms []rollout.Member, key string) *rollout.Member {
 
 // writeStatus counts the members and writes cr's status when it changed.
 func (rc *rolloutController) writeStatus(ctx context.Context, cr *platformv1alpha1.ChartRollout, members []rollout.Member, pinned int) error {
-	before := cr.Status.DeepCopy()
 	cr.Status.Releases, cr.Status.Pinned, cr.Status.Moved, cr.Status.Failed = int32(len(members)), int32(pinned), 0, 0
 	for _, m := range members {
 		switch {
@@ -580,10 +581,9 @@ func (rc *rolloutController) writeStatus(ctx context.Context, cr *platformv1alph
 	if len(cr.Status.History) > 50 {
 		cr.Status.History = cr.Status.History[len(cr.Status.History)-50:]
 	}
-	if equality.Semantic.DeepEqual(before, &cr.Status) && !rc.written.IsZero() {
+	if rc.read != nil && equality.Semantic.DeepEqual(rc.read, &cr.Status) {
 		return nil
 	}
-	rc.written = rc.now()
 	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
 }
 
