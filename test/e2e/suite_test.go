@@ -105,8 +105,10 @@ func run(m *testing.M) int {
 	}
 	ctx := context.Background()
 	start := time.Now()
+	// The tests share the cluster: TestChartRolloutInWaves's 200 releases
+	// and the others' Pods need more than one fake node's 250.
 	cluster, err := localcluster.Up(ctx, localcluster.Config{
-		BinDir: binDir, StateDir: stateDir, KwokStages: stages, Log: os.Stderr,
+		BinDir: binDir, StateDir: stateDir, KwokStages: stages, Log: os.Stderr, Nodes: 3,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
