@@ -38,7 +38,7 @@ func rolloutSetup(t *testing.T) string {
 	for _, v := range []string{"0.1.0", "0.2.0", "0.3.0"} {
 		testkit.NginxVersion(t, root, dir, v, v == "0.3.0")
 	}
-	crd, crdName := testkit.NginxKindCRD(t, root, dir, rolloutGVK.Group, rolloutGVK.Kind)
+	crd, crdName := testkit.NginxKindCRD(t, root, dir, rolloutGVK.Group, rolloutGVK.Kind, "rolloutnginxes")
 	rbac := filepath.Join(dir, "rbac.yaml")
 	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole

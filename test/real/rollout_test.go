@@ -38,7 +38,7 @@ func TestChartRolloutOnRealPods(t *testing.T) {
 	for _, v := range []string{"0.1.0", "0.2.0", "0.3.0"} {
 		testkit.NginxVersion(t, cluster.Root, dir, v, v == "0.3.0")
 	}
-	crd, crdName := testkit.NginxKindCRD(t, cluster.Root, dir, group, kind)
+	crd, crdName := testkit.NginxKindCRD(t, cluster.Root, dir, group, kind, "realrollouts")
 	out, err := cluster.Kubectl("apply", "--server-side", "-f", crd)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	t.Cleanup(func() { _, _ = cluster.Kubectl("delete", "crd", crdName, "--wait=false") })

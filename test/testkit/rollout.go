@@ -56,22 +56,22 @@ func edit(t testing.TB, path string, f func(string) string) {
 }
 
 // NginxKindCRD writes, at dir/crd.yaml, the CRD of the repository's Nginx
-// renamed to kind (plural: lower-case kind + "es") of group, and returns
-// its path and name.
-func NginxKindCRD(t testing.TB, root, dir, group, kind string) (path, name string) {
+// renamed to kind, with plural as its resource, of group, and returns its
+// path and name.
+func NginxKindCRD(t testing.TB, root, dir, group, kind, plural string) (path, name string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "web.acme.com_nginxes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lower := strings.ToLower(kind)
-	name = lower + "es." + group
+	name = plural + "." + group
 	crd := strings.NewReplacer(
 		"nginxes.web.acme.com", name,
 		"group: web.acme.com", "group: "+group,
 		"kind: Nginx\n", "kind: "+kind+"\n",
 		"listKind: NginxList", "listKind: "+kind+"List",
-		"plural: nginxes", "plural: "+lower+"es",
+		"plural: nginxes", "plural: "+plural,
 		"singular: nginx\n", "singular: "+lower+"\n",
 		"- ngx\n", "- "+lower+"\n",
 	).Replace(string(b))
