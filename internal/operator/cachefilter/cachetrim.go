@@ -49,6 +49,9 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     read metadata. The status holds the release's whole manifest
 //     (status.deployedRelease.manifest), a few KiB per resource: at scale,
 //     most of the memory the runtime held (docs/benchmarks.md).
+//   - Pods and PersistentVolumeClaims, cached once a release waits for
+//     Pods (readycontroller), with only what says why a Pod is not ready
+//     (trimPod) and a claim's phase.
 //
 // watched are the kinds of the watches file: the custom resources, of
 // which the cache lists and watches only those the shard selector
@@ -89,6 +92,11 @@ func (t cacheTrim) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Secret:
 		stripReleasePayload(o)
+	case *corev1.Pod:
+		trimPod(o)
+	case *corev1.PersistentVolumeClaim:
+		o.Spec = corev1.PersistentVolumeClaimSpec{}
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *unstructured.Unstructured:
 		if t.watched[o.GroupVersionKind()] {
 			trimStatus(o)
@@ -259,6 +267,67 @@ func pick(m map[string]any, keys ...string) map[string]any {
 		if v, ok := m[k]; ok {
 			out[k] = v
 		}
+	}
+	return out
+}
+
+// trimPod keeps of a Pod what readiness.DescribePods reads: its metadata,
+// the claims it mounts, whether each container has a readiness probe, its
+// phase, its PodScheduled and Ready conditions, and of each container's
+// status its name, image, readiness, state and last termination reason.
+// Idempotent.
+func trimPod(p *corev1.Pod) {
+	var volumes []corev1.Volume
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName},
+			}})
+		}
+	}
+	containers := make([]corev1.Container, 0, len(p.Spec.Containers))
+	for _, c := range p.Spec.Containers {
+		kept := corev1.Container{Name: c.Name}
+		if c.ReadinessProbe != nil {
+			kept.ReadinessProbe = &corev1.Probe{}
+		}
+		containers = append(containers, kept)
+	}
+	p.Spec = corev1.PodSpec{Volumes: volumes, Containers: containers, NodeName: p.Spec.NodeName}
+	var conds []corev1.PodCondition
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
+			conds = append(conds, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	p.Status = corev1.PodStatus{
+		Phase:                 p.Status.Phase,
+		Conditions:            conds,
+		InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
+	}
+}
+
+func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, 0, len(in))
+	for _, cs := range in {
+		kept := corev1.ContainerStatus{Name: cs.Name, Image: cs.Image, Ready: cs.Ready}
+		if w := cs.State.Waiting; w != nil {
+			kept.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		}
+		if cs.State.Running != nil {
+			kept.State.Running = &corev1.ContainerStateRunning{}
+		}
+		if t := cs.State.Terminated; t != nil {
+			kept.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			kept.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+		}
+		out = append(out, kept)
 	}
 	return out
 }

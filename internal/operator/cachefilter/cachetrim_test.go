@@ -305,3 +305,70 @@ func deployment(replicas int64, phase string) *unstructured.Unstructured {
 	}}
 	return u
 }
+
+// TestPodTrimKeepsWhatDescribesIt: a cached Pod says why it is not ready
+// as the whole Pod does, and summarises the same.
+func TestPodTrimKeepsWhatDescribesIt(t *testing.T) {
+	g := NewWithT(t)
+	transform := CacheOptions(nil, nil, nil).DefaultTransform
+	pods := []corev1.Pod{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "shop"}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "shop:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}, ReadinessProbe: &corev1.Probe{PeriodSeconds: 3}}},
+				Volumes: []corev1.Volume{
+					{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+					{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				},
+			},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: "shop:1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+			}}},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "b"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop:2"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available", LastTransitionTime: metav1.Now()},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionFalse},
+			}},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "c"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop:3"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: "shop:3", RestartCount: 4,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: metav1.Now()}},
+			}}},
+		},
+	}
+	claims := map[string]corev1.PersistentVolumeClaimPhase{"data": corev1.ClaimPending}
+	want := readiness.DescribePods(pods, claims)
+	g.Expect(want).To(ContainSubstring("readiness probe failing"))
+	var trimmed []corev1.Pod
+	for i := range pods {
+		p := pods[i].DeepCopy()
+		out, err := transform(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		again, err := transform(out)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again).To(Equal(out), "idempotent")
+		tp := out.(*corev1.Pod)
+		g.Expect(tp.Spec.Volumes).To(HaveLen(min(1, len(pods[i].Spec.Volumes))), "only the claims are kept")
+		g.Expect(tp.Spec.Containers[0].Env).To(BeNil())
+		g.Expect(readiness.PodSummary(tp)).To(Equal(readiness.PodSummary(&pods[i])))
+		trimmed = append(trimmed, *tp)
+	}
+	g.Expect(readiness.DescribePods(trimmed, claims)).To(Equal(want))
+
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{}},
+	}
+	out, err := transform(pvc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.PersistentVolumeClaim).Spec).To(Equal(corev1.PersistentVolumeClaimSpec{}))
+	g.Expect(out.(*corev1.PersistentVolumeClaim).Status).To(Equal(corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}))
+}

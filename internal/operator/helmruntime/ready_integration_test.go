@@ -6,8 +6,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -177,4 +179,108 @@ func TestReadyOfAClusterScopedKind(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cr) })
 	cur := expectReady(t, cr, "True", readiness.ReasonReady)
 	NewWithT(t).Expect(conditionOf(cur, readycontroller.ConditionReady)["message"]).To(Equal("all 2 objects of the release are ready"))
+}
+
+// createPod creates a Pod of the release's Deployment (the test API server
+// has no controllers that would) with the given status.
+func createPod(t *testing.T, ns, release, name string, claim string, status corev1.PodStatus) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/instance": release}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}},
+	}
+	if claim != "" {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+		}}}
+	}
+	g := NewWithT(t)
+	g.Expect(suite.k8s.Create(t.Context(), pod)).To(Succeed())
+	setPodStatus(t, pod, status)
+}
+
+func setPodStatus(t *testing.T, pod *corev1.Pod, status corev1.PodStatus) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		cur := &corev1.Pod{}
+		g.Expect(suite.k8s.Get(t.Context(), client.ObjectKeyFromObject(pod), cur)).To(Succeed())
+		cur.Status = status
+		g.Expect(suite.k8s.Status().Update(t.Context(), cur)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// expectReadyMessage waits until cr's Ready message matches m.
+func expectReadyMessage(t *testing.T, cr *unstructured.Unstructured, m types.GomegaMatcher) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		cur, err := getCR(t.Context(), suite.k8s, cr)
+		g.Expect(err).NotTo(HaveOccurred())
+		c := conditionOf(cur, readycontroller.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c["message"]).To(m)
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// TestReadyFollowsWaitingPodsByWatch: while a release's Deployment waits
+// for its Pods, Ready names why each Pod is not ready (not scheduled, an
+// image that cannot be pulled, a claim that is not bound) and follows
+// every change of the Pods and claims, which the runtime watches: it
+// reads them from its cache and sends no request for them.
+func TestReadyFollowsWaitingPodsByWatch(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+	from := suite.requests.count(ns)
+
+	cr := helmtest.CR("Widget", ns, "waits", map[string]any{"replicas": 1}, nil)
+	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
+	expectDeployed(t, k8s, cr)
+	setDeploymentStatus(t, ns, "waits", 0)
+
+	unscheduled := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient cpu.",
+	}}}
+	createPod(t, ns, "waits", "waits-1", "", unscheduled)
+	expectReadyMessage(t, cr, ContainSubstring("Pod waits-1: not scheduled: 0/3 nodes are available: 3 Insufficient cpu."))
+
+	// The Pod is scheduled and its image cannot be pulled: nothing of the
+	// release changes, only the Pod.
+	pulling := corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", Image: "example.com/app:1",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}},
+	}}}
+	setPodStatus(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waits-1"}}, pulling)
+	expectReadyMessage(t, cr, ContainSubstring("Pod waits-1: ImagePullBackOff (example.com/app:1)"))
+
+	// A second Pod that mounts a claim which is not bound; then the claim
+	// is bound.
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, claim)).To(Succeed())
+	claim.Status.Phase = corev1.ClaimPending
+	g.Expect(k8s.Status().Update(ctx, claim)).To(Succeed())
+	createPod(t, ns, "waits", "waits-2", "data", corev1.PodStatus{Phase: corev1.PodPending})
+	expectReadyMessage(t, cr, ContainSubstring("PersistentVolumeClaim data: Pending"))
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+	claim.Status.Phase = corev1.ClaimBound
+	g.Expect(k8s.Status().Update(ctx, claim)).To(Succeed())
+	expectReadyMessage(t, cr, And(ContainSubstring("Pod waits-1: ImagePullBackOff"), Not(ContainSubstring("PersistentVolumeClaim"))))
+
+	// The Deployment becomes available: Ready, and its Pods no longer
+	// wake the release.
+	setDeploymentStatus(t, ns, "waits", 1)
+	expectReady(t, cr, "True", readiness.ReasonReady)
+
+	for _, r := range suite.requests.since(ns, from) {
+		g.Expect(r).NotTo(BeElementOf("list pods", "get pods", "list persistentvolumeclaims", "get persistentvolumeclaims"),
+			"the Pods of a waiting release are read from the cache; requests:\n%s", itemise(suite.requests.since(ns, from)))
+	}
 }

@@ -3,7 +3,9 @@ package readiness
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/acme/platform-operator/internal/operator/workloadrefs"
@@ -23,6 +25,10 @@ type Health struct {
 	// pulled, a failing probe); a workload whose controller is merely
 	// behind is not waiting for Pods.
 	WaitingForPods bool
+	// PodSelector is, of a workload waiting for Pods, the label selector
+	// of its Pods in the form labels.Parse reads, so that a cache that
+	// keeps the workload without its spec still finds its Pods.
+	PodSelector string
 	// MissingReferences: a workload whose Pods read a Secret, ConfigMap
 	// or key that does not exist (the message names it). Its Pods cannot
 	// start until it does.
@@ -48,6 +54,9 @@ func Observe(u *unstructured.Unstructured) Health {
 	}
 	if h.Status != kstatus.CurrentStatus {
 		h.WaitingForPods = waitingForPods(u)
+		if h.WaitingForPods {
+			h.PodSelector = podSelector(u)
+		}
 		if msg, ok := rolloutMessage(u); ok {
 			h.Message = msg
 		}
@@ -106,6 +115,24 @@ func waitingForPods(u *unstructured.Unstructured) bool {
 	return false
 }
 
+// podSelector is the label selector of u's Pods (spec.selector) as a
+// string; "" when it has none or selects everything.
+func podSelector(u *unstructured.Unstructured) string {
+	sel, found, err := unstructured.NestedMap(u.Object, "spec", "selector")
+	if err != nil || !found {
+		return ""
+	}
+	ls := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err != nil {
+		return ""
+	}
+	s, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil || s.Empty() {
+		return ""
+	}
+	return s.String()
+}
+
 // rollingOut reports whether a Deployment or StatefulSet that wants want
 // replicas still runs Pods of an earlier template: its controller created
 // the new ones, which are what it now waits for.
@@ -135,6 +162,7 @@ const (
 	stashMessage = "platform-operator.acme.com/health-message"
 	stashPods    = "platform-operator.acme.com/waiting-for-pods"
 	stashMissing = "platform-operator.acme.com/missing-references"
+	stashPodSel  = "platform-operator.acme.com/pod-selector"
 )
 
 // Stash replaces u's status with its Health, for caches that keep objects
@@ -147,6 +175,9 @@ func Stash(u *unstructured.Unstructured, h Health) {
 	}
 	if h.MissingReferences {
 		st[stashMissing] = true
+	}
+	if h.PodSelector != "" {
+		st[stashPodSel] = h.PodSelector
 	}
 	u.Object["status"] = st
 }
@@ -165,5 +196,6 @@ func Stashed(u *unstructured.Unstructured) (Health, bool) {
 	m, _ := st[stashMessage].(string)
 	p, _ := st[stashPods].(bool)
 	missing, _ := st[stashMissing].(bool)
-	return Health{Status: kstatus.Status(s), Message: m, WaitingForPods: p, MissingReferences: missing}, true
+	sel, _ := st[stashPodSel].(string)
+	return Health{Status: kstatus.Status(s), Message: m, WaitingForPods: p, PodSelector: sel, MissingReferences: missing}, true
 }

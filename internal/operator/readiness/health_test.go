@@ -98,3 +98,22 @@ func TestObserveWaitingForPods(t *testing.T) {
 		})
 	}
 }
+
+func TestObserveKeepsTheSelectorOfAWaitingWorkload(t *testing.T) {
+	g := NewWithT(t)
+	u := deployment(2, 2, 2, 0)
+	g.Expect(unstructured.SetNestedMap(u.Object, map[string]any{
+		"matchLabels":      map[string]any{"app": "shop"},
+		"matchExpressions": []any{map[string]any{"key": "tier", "operator": "In", "values": []any{"web"}}},
+	}, "spec", "selector")).To(Succeed())
+	h := Observe(u)
+	g.Expect(h.WaitingForPods).To(BeTrue())
+	g.Expect(h.PodSelector).To(Equal("app=shop,tier in (web)"))
+	Stash(u, h)
+	back, _ := Stashed(u)
+	g.Expect(back.PodSelector).To(Equal(h.PodSelector), "the selector survives the cache")
+
+	ready := deployment(2, 2, 2, 2)
+	g.Expect(unstructured.SetNestedMap(ready.Object, map[string]any{"matchLabels": map[string]any{"app": "shop"}}, "spec", "selector")).To(Succeed())
+	g.Expect(Observe(ready).PodSelector).To(BeEmpty(), "only a workload that waits for Pods keeps one")
+}

@@ -113,3 +113,26 @@ func hasReadinessProbe(p *corev1.Pod, container string) bool {
 	}
 	return false
 }
+
+// PodSummary is what [DescribePods] reads of one Pod, as a string: two
+// Pods with equal summaries are described alike, so a watch of Pods need
+// only wake a release when a summary changes.
+func PodSummary(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "deleting"
+	}
+	if podReady(p) {
+		return "ready"
+	}
+	var b strings.Builder
+	b.WriteString(string(p.Status.Phase))
+	b.WriteByte(0)
+	b.WriteString(podProblem(p))
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			b.WriteByte(0)
+			b.WriteString(v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return b.String()
+}

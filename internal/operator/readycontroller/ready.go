@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,12 +60,18 @@ import (
 //     in the informer cache (cachefilter: readiness.Stash), so health
 //     changes are watched, not polled, and a judgement costs no request.
 //
-// Only while a workload of a release waits for its Pods (its controller
-// has done its part, Pods are not ready: readiness.Health.WaitingForPods)
-// does the controller ask the API server anything: the workload's Pods, to
-// say why (ImagePullBackOff and the image), every readyRecheck at first
-// and less often the longer it stays not ready (recheckAfter). A workload
-// whose controller is merely behind costs nothing: its status will change.
+// While a workload of a release waits for its Pods (its controller has
+// done its part, Pods are not ready: readiness.Health.WaitingForPods),
+// its Pods say why (ImagePullBackOff and the image, a claim not bound).
+// The first such workload makes the controller watch Pods and
+// PersistentVolumeClaims through the same cache, trimmed to what says why
+// (cachefilter); from then on a Pod or claim whose summary changes wakes
+// the releases whose waiting workloads select it (waitersOfPod), and a
+// judgement reads them from the cache. A thousand releases waiting for
+// capacity cost no request and no timer. Only workloads outside the
+// cache's namespaces are still read from the API server, every
+// readyRecheck at first and less often the longer they stay not ready
+// (recheckAfter).
 
 // ConditionReady is the condition type users wait on.
 const ConditionReady = "Ready"
@@ -76,14 +83,14 @@ const (
 )
 
 const (
-	// readyRecheck is how often a release that is not ready is judged
-	// again without a watch event, to refresh what its Pods say (an image
-	// pull backing off changes no object of the release); see recheckAfter.
+	// readyRecheck is how often a release whose Pods are outside the
+	// cache (and so unwatched) is judged again while it waits for them,
+	// to refresh what they say; see recheckAfter.
 	readyRecheck    = 10 * time.Second
 	readyRecheckMax = 5 * time.Minute
 	// describePodsAfter is how long a workload may be not ready after its
-	// revision was applied before its Pods are read to say why: a rollout
-	// that takes a few seconds costs no request.
+	// revision was applied before its Pods are described: a rollout that
+	// takes a few seconds writes no message about Pods that were starting.
 	describePodsAfter = 5 * time.Second
 	// afterHook is how long after the post-release hook the controller
 	// waits for the library's status write of the same reconcile.
@@ -108,6 +115,9 @@ type readyEntry struct {
 	// process last read or wrote them.
 	status          map[string]any
 	resourceVersion string
+	// podsPolled: the last judgement read Pods from the API server, not
+	// the cache (their namespace is not cached), so no watch wakes it.
+	podsPolled bool
 	// computed is the history and remediation this process last computed
 	// for the resource, written or not: a status write that loses a
 	// conflict must not lose what it recorded (a rollback's revision and
@@ -150,6 +160,20 @@ type Tracker struct {
 	// objects it watches.
 	ctrl    controller.Controller
 	watched map[schema.GroupVersionKind]bool
+	// waiting are the workloads that wait for Pods, by the resource whose
+	// release holds them, and waitingIn the same resources by the
+	// workloads' namespace: a Pod or claim there wakes them. podsWatched:
+	// Pods and claims are watched (from the first waiting workload on).
+	waiting     map[types.NamespacedName][]podInterest
+	waitingIn   map[string]map[types.NamespacedName]bool
+	podsWatched bool
+}
+
+// podInterest is a workload that waits for Pods: their namespace and
+// selector.
+type podInterest struct {
+	namespace string
+	selector  labels.Selector
 }
 
 // Config is what the readiness controller of one kind needs.
@@ -203,6 +227,8 @@ func New(c Config, mgr ctrl.Manager) *Tracker {
 		testResults:    c.TestResults,
 		entries:        map[types.NamespacedName]*readyEntry{},
 		watched:        map[schema.GroupVersionKind]bool{},
+		waiting:        map[types.NamespacedName][]podInterest{},
+		waitingIn:      map[string]map[types.NamespacedName]bool{},
 	}
 }
 
@@ -429,6 +455,7 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if err := t.cache.Get(ctx, req.NamespacedName, cr); apierrors.IsNotFound(err) {
 		t.mu.Lock()
 		delete(t.entries, req.NamespacedName)
+		t.setWaitingLocked(req.NamespacedName, nil)
 		t.mu.Unlock()
 		return reconcile.Result{}, nil
 	} else if err != nil {
@@ -474,8 +501,14 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		t.wakeReconciler(req.NamespacedName)
 	}
 	var after time.Duration
-	if v.WaitingForPods {
+	switch {
+	case !v.WaitingForPods:
+	case snapshot.podsPolled:
 		after = recheckAfter(status, now)
+	case now.Sub(snapshot.release.AppliedAt) < describePodsAfter:
+		// The Pods are described from then on; until then nothing of
+		// theirs was read, so their watch may have nothing to say.
+		after = describePodsAfter - now.Sub(snapshot.release.AppliedAt)
 	}
 	if wait > 0 && (after == 0 || wait < after) {
 		after = wait
@@ -488,7 +521,7 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 // revision's deadline, and a remediation decided now (remediation.go).
 func (t *Tracker) judge(ctx context.Context, e *readyEntry, obj client.Object, now time.Time) (map[string]any, readiness.Verdict, time.Duration, *decision) {
 	policy := t.policyOf(obj)
-	v, testing := t.testVerdict(t.verdict(ctx, e, now), e, obj, policy)
+	v, testing := t.testVerdict(t.verdict(ctx, client.ObjectKeyFromObject(obj), e, now), e, obj, policy)
 	status := t.statusWith(e, v, obj, now)
 	wait, d := remediate(status, e, v, obj, policy, now)
 	if testing && d == nil {
@@ -613,19 +646,144 @@ func (t *Tracker) written(key types.NamespacedName, before *readyEntry, cr *unst
 
 // verdict judges e's release now: by its conditions, then by the health of
 // its objects in the cache, with the Pods of workloads that are not ready
-// read from the API server once they had time to start.
-func (t *Tracker) verdict(ctx context.Context, e *readyEntry, now time.Time) readiness.Verdict {
-	return readiness.Judge(e.release, now, func() readiness.Verdict {
+// described once they had time to start. It records which workloads wait
+// for Pods (setWaiting) before it reads any Pod, so that a Pod that
+// changes after the read wakes the release again.
+func (t *Tracker) verdict(ctx context.Context, key types.NamespacedName, e *readyEntry, now time.Time) readiness.Verdict {
+	var interests []podInterest
+	e.podsPolled = false
+	v := readiness.Judge(e.release, now, func() readiness.Verdict {
 		observed := make([]readiness.Observed, 0, len(e.objects))
 		for _, ref := range e.objects {
 			o := readiness.Observed{Ref: ref, Health: t.health(ctx, ref)}
-			if o.WaitingForPods && now.Sub(e.release.AppliedAt) >= describePodsAfter {
-				o.Detail = t.describePods(ctx, ref)
+			if o.WaitingForPods && workloadKinds[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}] {
+				if sel, err := labels.Parse(o.PodSelector); err == nil && !sel.Empty() {
+					interests = append(interests, podInterest{namespace: ref.Namespace, selector: sel})
+				}
 			}
 			observed = append(observed, o)
 		}
+		t.setWaiting(key, interests)
+		if len(interests) > 0 {
+			if err := t.watchPods(); err != nil {
+				t.log.Error(err, "Cannot watch Pods; waiting releases are rechecked on a timer")
+			}
+		}
+		if now.Sub(e.release.AppliedAt) < describePodsAfter {
+			return readiness.Evaluate(observed)
+		}
+		for i := range observed {
+			if observed[i].WaitingForPods {
+				var polled bool
+				observed[i].Detail, polled = t.describePods(ctx, observed[i].Ref, observed[i].PodSelector)
+				e.podsPolled = e.podsPolled || polled
+			}
+		}
 		return readiness.Evaluate(observed)
 	})
+	if interests == nil {
+		t.setWaiting(key, nil)
+	}
+	return v
+}
+
+// setWaiting records the workloads of key's release that wait for Pods.
+func (t *Tracker) setWaiting(key types.NamespacedName, interests []podInterest) {
+	t.mu.Lock()
+	t.setWaitingLocked(key, interests)
+	t.mu.Unlock()
+}
+
+func (t *Tracker) setWaitingLocked(key types.NamespacedName, interests []podInterest) {
+	for _, in := range t.waiting[key] {
+		if m := t.waitingIn[in.namespace]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(t.waitingIn, in.namespace)
+			}
+		}
+	}
+	if len(interests) == 0 {
+		delete(t.waiting, key)
+		return
+	}
+	t.waiting[key] = interests
+	for _, in := range interests {
+		m := t.waitingIn[in.namespace]
+		if m == nil {
+			m = map[types.NamespacedName]bool{}
+			t.waitingIn[in.namespace] = m
+		}
+		m[key] = true
+	}
+}
+
+// watchPods makes the readiness controller watch Pods and claims, once.
+func (t *Tracker) watchPods() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.podsWatched {
+		return nil
+	}
+	if t.ctrl == nil {
+		return errors.New("readiness controller not set up")
+	}
+	if err := t.ctrl.Watch(source.Kind(t.cache, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(t.waitersOfPod), podChanged)); err != nil {
+		return fmt.Errorf("watch Pods: %w", err)
+	}
+	if err := t.ctrl.Watch(source.Kind(t.cache, &corev1.PersistentVolumeClaim{}, handler.TypedEnqueueRequestsFromMapFunc(t.waitersOfClaim), claimChanged)); err != nil {
+		return fmt.Errorf("watch PersistentVolumeClaims: %w", err)
+	}
+	t.podsWatched = true
+	return nil
+}
+
+// podChanged passes creations, deletions and updates that change what
+// says why a Pod is not ready.
+var podChanged = predicate.TypedFuncs[*corev1.Pod]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Pod]) bool {
+		return readiness.PodSummary(e.ObjectOld) != readiness.PodSummary(e.ObjectNew)
+	},
+	GenericFunc: func(event.TypedGenericEvent[*corev1.Pod]) bool { return false },
+}
+
+// claimChanged passes creations, deletions and changes of phase.
+var claimChanged = predicate.TypedFuncs[*corev1.PersistentVolumeClaim]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*corev1.PersistentVolumeClaim]) bool {
+		return e.ObjectOld.Status.Phase != e.ObjectNew.Status.Phase
+	},
+	GenericFunc: func(event.TypedGenericEvent[*corev1.PersistentVolumeClaim]) bool { return false },
+}
+
+// waitersOfPod are the resources whose releases have a workload that
+// waits for Pods and selects p.
+func (t *Tracker) waitersOfPod(_ context.Context, p *corev1.Pod) []reconcile.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []reconcile.Request
+	set := labels.Set(p.Labels)
+	for key := range t.waitingIn[p.Namespace] {
+		for _, in := range t.waiting[key] {
+			if in.namespace == p.Namespace && in.selector.Matches(set) {
+				out = append(out, reconcile.Request{NamespacedName: key})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// waitersOfClaim are the resources whose releases have a workload that
+// waits for Pods in c's namespace (a claim is named by the Pods that
+// mount it, which a judgement reads).
+func (t *Tracker) waitersOfClaim(_ context.Context, c *corev1.PersistentVolumeClaim) []reconcile.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(t.waitingIn[c.Namespace]))
+	for key := range t.waitingIn[c.Namespace] {
+		out = append(out, reconcile.Request{NamespacedName: key})
+	}
+	return out
 }
 
 // health reads ref's health from the cache, or from the API server when
@@ -673,31 +831,29 @@ var workloadKinds = map[schema.GroupKind]bool{
 	{Group: "batch", Kind: "Job"}:        true,
 }
 
-// describePods reads a workload's Pods and the claims they mount and says
-// why they are not ready; "" for other kinds or when nothing explains it.
-func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref) string {
+// describePods says why a waiting workload's Pods are not ready, from the
+// Pods its selector (selector, from the cache's health; else from the
+// workload on the API server) picks and the claims they mount; "" for
+// other kinds or when nothing explains it. It reads the cache, and the API
+// server only for a namespace the cache does not hold: then polled is true.
+func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref, selector string) (detail string, polled bool) {
 	if !workloadKinds[schema.GroupKind{Group: ref.Group, Kind: ref.Kind}] {
-		return ""
+		return "", false
 	}
-	w := t.object(ref)
-	if err := t.apiReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, w); err != nil {
-		return ""
+	sel, err := labels.Parse(selector)
+	if err != nil || sel.Empty() {
+		if sel, err = t.selectorFromServer(ctx, ref); err != nil {
+			return "", true
+		}
 	}
-	sel, found, err := unstructured.NestedMap(w.Object, "spec", "selector")
-	if err != nil || !found {
-		return ""
-	}
-	ls := &metav1.LabelSelector{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err != nil {
-		return ""
-	}
-	selector, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil || selector.Empty() {
-		return ""
-	}
+	var reader client.Reader = t.cache
 	pods := &corev1.PodList{}
-	if err := t.apiReader.List(ctx, pods, client.InNamespace(ref.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return ""
+	opts := []client.ListOption{client.InNamespace(ref.Namespace), client.MatchingLabelsSelector{Selector: sel}}
+	if err := t.cache.List(ctx, pods, opts...); err != nil {
+		reader, polled = t.apiReader, true
+		if err := reader.List(ctx, pods, opts...); err != nil {
+			return "", true
+		}
 	}
 	claims := map[string]corev1.PersistentVolumeClaimPhase{}
 	for _, p := range pods.Items {
@@ -713,14 +869,36 @@ func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref) string {
 				continue
 			}
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := t.apiReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: name}, pvc); apierrors.IsNotFound(err) {
+			if err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: name}, pvc); apierrors.IsNotFound(err) {
 				claims[name] = "not found"
 			} else if err == nil {
 				claims[name] = pvc.Status.Phase
 			}
 		}
 	}
-	return readiness.DescribePods(pods.Items, claims)
+	return readiness.DescribePods(pods.Items, claims), polled
+}
+
+// selectorFromServer reads a workload's Pod selector from the API server,
+// for a workload whose health did not come with one.
+func (t *Tracker) selectorFromServer(ctx context.Context, ref readiness.Ref) (labels.Selector, error) {
+	w := t.object(ref)
+	if err := t.apiReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, w); err != nil {
+		return nil, err
+	}
+	sel, found, err := unstructured.NestedMap(w.Object, "spec", "selector")
+	if err != nil || !found {
+		return nil, fmt.Errorf("%s has no selector", ref)
+	}
+	ls := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err != nil {
+		return nil, err
+	}
+	s, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil || s.Empty() {
+		return nil, fmt.Errorf("%s selects no Pods", ref)
+	}
+	return s, nil
 }
 
 // generationOf is the generation a status describes.

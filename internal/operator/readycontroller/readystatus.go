@@ -36,7 +36,7 @@ func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written f
 	e.release = releaseFromStatus(st, e.release)
 	e.generation = u.GetGeneration()
 	now := t.clock.Now()
-	v, _ := t.testVerdict(t.verdict(ctx, &e, now), &e, u, t.policyOf(u))
+	v, _ := t.testVerdict(t.verdict(ctx, key, &e, now), &e, u, t.policyOf(u))
 	status, computed := withRemediation(withReady(st, v, u.GetGeneration(), now), known, &e, v, u, now)
 	u.Object["status"] = status
 	t.remember(key, u.GetUID(), computed)
