@@ -105,6 +105,31 @@ func (c *digestActionClient) Upgrade(name, namespace string, chrt *chart.Chart, 
 // from the same chart and values) is answered with the deployed manifest,
 // so that the library sees no change and adopts the release as it is: no
 // new revision, no object rewritten.
+//
+// A changed digest renders, though the library upgrades after most such
+// dry-runs and renders the same again. The library (getReleaseState) uses
+// the dry-run for two things, and a changed digest answers neither:
+//   - whether to upgrade at all: its manifest against the deployed one.
+//     A digest changes without the manifest when the spec changes a value
+//     no template reads, the server's capabilities change, an older
+//     operator or another one recorded it, or a new chart renders the
+//     same; then the library repairs drift (Reconcile) and stores no
+//     revision, where an upgrade would store one, run the chart's upgrade
+//     hooks and, for kinds with overrideValues, record ValueOverridden
+//     Events.
+//   - where a failure is reported: a render error, an object of an
+//     unknown kind, a conflict with an object of another release, or a
+//     confinement or record-size refusal fails the dry-run, so the
+//     resource is Irreconcilable (ErrorGettingReleaseState, ReleaseFailed
+//     Unknown, an UpgradeDryRunFailed Event) and Helm is not asked to
+//     upgrade; failing the upgrade instead reports a failed upgrade
+//     (ReleaseFailed True with UpgradeError, Irreconcilable with
+//     ReconcileError, the upgrade backoff).
+//
+// Helm's Upgrade renders on its own and takes no rendering from outside,
+// so the upgrade cannot reuse the dry-run's. TestReleaseDigestSkip and
+// TestReleaseDigestRenderError (helmruntime) hold both; what the render
+// costs is in docs/benchmarks.md ("The dry-run before an upgrade").
 func (c *digestActionClient) DryRunUpgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*hrelease.Release, error) {
 	digest, skippable, err := c.digest(chrt, vals)
 	if err != nil {

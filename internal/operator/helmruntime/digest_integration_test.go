@@ -94,8 +94,27 @@ func TestReleaseDigestSkip(t *testing.T) {
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	waitSettled(t, k8s, cr)
 
-	t.Log("a stale digest (an older operator's) means a real dry-run, which records the current digest without a new revision")
+	// A changed digest does not mean an upgrade: this is why the dry-run of
+	// a changed digest renders (digestActionClient.DryRunUpgrade).
+	t.Log("a spec edit no template reads changes the digest, not the manifest: the dry-run renders, and no revision is stored")
 	v2 := latestReleaseSecret(g, k8s, t, ns, "digest")
+	rendered := func() float64 { return dryRunCount(ctrlmetrics.Registry, "Widget", actionpath.DryRunRendered) }
+	before = rendered()
+	cur, err = getCR(ctx, k8s, cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unstructured.SetNestedField(cur.Object, "read by no template", "spec", "unread")).To(Succeed())
+	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		latest := latestReleaseSecret(g, k8s, t, ns, "digest")
+		g.Expect(latest.Name).To(Equal(v2.Name))
+		g.Expect(latest.Labels[release.DigestLabel]).To(SatisfyAll(MatchRegexp(`^[0-9a-f]{40}$`), Not(Equal(v2.Labels[release.DigestLabel]))))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(rendered()).To(BeNumerically(">", before))
+	waitSettled(t, k8s, cr)
+	g.Expect(latestReleaseSecret(g, k8s, t, ns, "digest").Name).To(Equal(v2.Name), "no new revision")
+
+	t.Log("a stale digest (an older operator's) means a real dry-run, which records the current digest without a new revision")
+	v2 = latestReleaseSecret(g, k8s, t, ns, "digest")
 	want := v2.Labels[release.DigestLabel]
 	v2.Labels[release.DigestLabel] = "stale"
 	g.Expect(k8s.Update(ctx, &v2)).To(Succeed()) // the release Secret is watched: this reconciles
@@ -191,4 +210,64 @@ func TestReleaseDigestChartChange(t *testing.T) {
 
 	_, err = ac.Uninstall("rel")
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// TestReleaseDigestRenderError: a spec edit whose chart fails to render
+// fails at the library's dry-run, before any upgrade: the resource is
+// Irreconcilable (ErrorGettingReleaseState), ReleaseFailed is Unknown, the
+// Event says the render failed, and no revision is stored. This is the
+// other reason the dry-run of a changed digest renders
+// (digestActionClient.DryRunUpgrade): answered without rendering, the
+// error would come from the upgrade, as a failed upgrade (ReleaseFailed
+// True, UpgradeError, the upgrade backoff).
+func TestReleaseDigestRenderError(t *testing.T) {
+	k8s := requireEnv(t)
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newTestNamespace(t, k8s)
+
+	cr := helmtest.CR("Widget", ns, "unrendered", map[string]any{"greeting": "hi"}, nil)
+	g.Expect(k8s.Create(ctx, cr)).To(Succeed())
+	expectDeployed(t, k8s, cr)
+	waitSettled(t, k8s, cr)
+	v1 := latestReleaseSecret(g, k8s, t, ns, "unrendered")
+
+	t.Log("replicas that make the Deployment invalid YAML fail the dry-run")
+	cur, err := getCR(ctx, k8s, cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unstructured.SetNestedField(cur.Object, "1: 2", "spec", "replicas")).To(Succeed())
+	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur, err := getCR(ctx, k8s, cr)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(conditionOf(cur, "Irreconcilable")).To(SatisfyAll(
+			HaveKeyWithValue("status", "True"),
+			HaveKeyWithValue("reason", "ErrorGettingReleaseState"),
+			HaveKeyWithValue("message", ContainSubstring("YAML parse error on app/templates/deployment.yaml"))))
+		g.Expect(conditionStatus(cur, "ReleaseFailed")).To(Equal("Unknown"))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventsOf(ctx, k8s, cr)).To(ContainElement(HaveField("Reason", actionpath.ReasonUpgradeDryRunFailed)))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	events, err := eventsOf(ctx, k8s, cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(events).NotTo(ContainElement(HaveField("Reason", actionpath.ReasonUpgradeFailed)), "no upgrade was tried")
+	g.Expect(latestReleaseSecret(g, k8s, t, ns, "unrendered").Name).To(Equal(v1.Name), "no revision")
+
+	t.Log("the spec fixed upgrades")
+	cur, err = getCR(ctx, k8s, cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unstructured.SetNestedField(cur.Object, int64(2), "spec", "replicas")).To(Succeed())
+	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestReleaseSecret(g, k8s, t, ns, "unrendered").Name).To(Equal("sh.helm.release.v1.unrendered.v2"))
+		cur, err := getCR(ctx, k8s, cr)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(conditionStatus(cur, "Irreconcilable")).To(Equal("False"))
+		g.Expect(conditionStatus(cur, "ReleaseFailed")).To(Equal("False"))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	g.Expect(k8s.Delete(ctx, cur)).To(Succeed())
+	expectGone(t, k8s, cur)
 }
