@@ -3,10 +3,11 @@
 // here, in one builder, and not in the action path's layers.
 //
 //   - Release storage: Helm's Secrets driver in the release namespace,
-//     under a check that refuses a new record too large for a Secret
-//     before it is sent, and a memo that reads each release's records
-//     once per action client, by name when the runtime's cache knows them
-//     (package helmstorage).
+//     writing records gzipped at a faster level than Helm's, under a check
+//     that refuses a new record too large for a Secret before it is sent,
+//     and a memo that reads each release's records once per action
+//     client, by name when the runtime's cache knows them (package
+//     helmstorage).
 //   - Kubernetes client: Helm's, in the release namespace, with waits that
 //     end when the reconcile's context ends and hooks bounded by a timeout
 //     (interruptible.go); its updates of a release's objects read each
@@ -25,11 +26,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/cli-runtime/pkg/resource"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,15 +74,18 @@ type Config struct {
 	// there counts the deletes the API server forbids as done: the
 	// namespace's deletion removes those objects (deleteerrors.go).
 	NamespaceDeleting func(ctx context.Context, ns string) (bool, error)
+	// Absent, when set, reports whether the runtime's cache watches
+	// objects of gvk and holds none named namespace/name: Helm's read of
+	// whether such an object exists before it creates it is then answered
+	// without a request (updates.go).
+	Absent func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool
 }
 
 // NewActionClientGetter returns the library's action client getter of one
 // kind, its action configurations built as the package comment says. It
 // is the bottom of the kind's action path.
 func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
-	storage := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{
-		StorageNamespaceMapper: c.ReleaseNamespace,
-	})
+	storage := secretsStorage(c.ReleaseNamespace)
 	// Helm's requests go through the kind's Updates, which answer the
 	// repeated reads of an object within one update.
 	if c.Updates == nil {
@@ -120,6 +129,30 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 		return nil, fmt.Errorf("create Helm action client getter: %w", err)
 	}
 	return rollbackForce{forced: forced, unforced: unforced}, nil
+}
+
+// secretsStorage returns the storage driver of a resource's release: the
+// library's (helmclient.DefaultSecretsStorageDriver), records in the
+// Secrets of the release namespace, each owned by the resource, but
+// written by helmstorage.Secrets rather than by Helm's driver.
+func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper) helmclient.ObjectToStorageDriverMapper {
+	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+		ns, err := releaseNamespace(obj)
+		if err != nil {
+			return nil, fmt.Errorf("get storage namespace for object: %w", err)
+		}
+		core, err := corev1client.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("create secrets client for storage: %w", err)
+		}
+		owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
+		secrets := helmclient.NewOwnerRefSecretClient(core.Secrets(ns), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
+		d := helmstorage.NewSecrets(secrets)
+		if log, err := logr.FromContext(ctx); err == nil {
+			d.Log = func(format string, v ...interface{}) { log.V(1).Info(fmt.Sprintf(format, v...)) }
+		}
+		return d, nil
+	}
 }
 
 // actAs returns the REST configuration Helm's Kubernetes client uses for
@@ -198,7 +231,13 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if err != nil {
 		return nil, err
 	}
-	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting)
+	var absent func(*resource.Info) bool
+	if b.c.Absent != nil {
+		absent = func(info *resource.Info) bool {
+			return b.c.Absent(ctx, info.Mapping.GroupVersionKind, info.Namespace, info.Name)
+		}
+	}
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting, absent)
 	return cfg, nil
 }
 

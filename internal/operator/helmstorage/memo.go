@@ -1,8 +1,9 @@
 // Package helmstorage is the release storage the runtime gives Helm: the
-// driver the library builds (Secrets in the release namespace), under a
-// check that refuses a new record too large for a Secret before it is sent
-// (recordsize.go), and a memo that reads each release's records once per
-// action client, by name when the runtime's cache knows them (byname.go).
+// Secrets of the release namespace, written as Helm's driver writes them
+// but gzipped at a faster level (secrets.go), under a check that refuses a
+// new record too large for a Secret before it is sent (recordsize.go), and
+// a memo that reads each release's records once per action client, by
+// name when the runtime's cache knows them (byname.go).
 package helmstorage
 
 import (

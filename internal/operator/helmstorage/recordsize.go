@@ -10,8 +10,9 @@ import (
 // LimitRecordSize returns d under a check that refuses to create a record
 // the API server would refuse for its size (the rule is
 // prelease.CheckRecord): Create returns a *prelease.RecordTooLargeError
-// and sends nothing. The record is measured as the Secrets driver encodes
-// it, from the release Helm is about to store, so the measure is exact.
+// and sends nothing. The record is measured as the storage's driver
+// encodes it (prelease.EncodeRecord, what Secrets writes), from the
+// release Helm is about to store, so the measure is exact.
 //
 // An install's first write is its record, so an install refused here has
 // written nothing; the action path reports the refusal (actionpath's

@@ -1,11 +1,13 @@
 package release
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -20,11 +22,13 @@ import (
 
 // The record of a release: Helm's Secrets driver stores each revision of a
 // release in one Secret, its record. The release (its chart, its values,
-// the rendered manifest and hooks) is encoded as JSON, gzipped at best
-// compression and base64-encoded into the Secret's data.release. The API
-// server refuses a Secret whose data exceed 1 MiB, so a spec whose record
-// is larger can never be installed or upgraded: Helm fails after doing
-// everything but the write, and no retry changes that.
+// the rendered manifest and hooks) is encoded as JSON, gzipped and
+// base64-encoded into the Secret's data.release. Helm gzips at best
+// compression; the runtime's storage writes the same records gzipped at
+// RecordGzipLevel (EncodeRecord), which Helm reads as it reads its own.
+// The API server refuses a Secret whose data exceed 1 MiB, so a spec whose
+// record is larger can never be installed or upgraded: Helm fails after
+// doing everything but the write, and no retry changes that.
 //
 // The admission check measures the record of the release it renders
 // (CheckInstallRecord); the runtime's release storage
@@ -36,14 +40,67 @@ import (
 // refuses a Secret whose data exceed corev1.MaxSecretSize.
 const MaxRecordSize = corev1.MaxSecretSize
 
-// RecordSize returns the size in bytes of rel's record as Helm's Secrets
-// driver stores it: rel as JSON, gzipped at best compression, base64.
+// RecordGzipLevel is the level at which the runtime's storage gzips a
+// record. Helm's driver gzips at best compression, which costs about 1.7
+// times the CPU of the default level for records 0.7 % smaller; gzipping
+// records was a fifth of the runtime's CPU at N=1000. Lower levels cost
+// less still but grow records by 4 % (level 4) to 23 % (level 1)
+// (docs/benchmarks.md, "Release records: gzip level"). Helm's decoder
+// reads any level: it checks only the gzip header.
+const RecordGzipLevel = gzip.DefaultCompression
+
+// EncodeRecord returns the data of rel's record as the runtime's storage
+// writes it: rel as JSON, gzipped at RecordGzipLevel, base64-encoded. A
+// record that would then exceed MaxRecordSize is gzipped at best
+// compression instead, as Helm's driver gzips every record, so that the
+// runtime refuses no record Helm could store.
+func EncodeRecord(rel *hrelease.Release) ([]byte, error) {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
+	}
+	return encodeRecord(b, MaxRecordSize)
+}
+
+// encodeRecord returns the record whose JSON is b: gzipped at
+// RecordGzipLevel, or at best compression when that would exceed limit,
+// base64-encoded.
+func encodeRecord(b []byte, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := gzipRecord(&buf, b, RecordGzipLevel); err != nil {
+		return nil, err
+	}
+	if base64.StdEncoding.EncodedLen(buf.Len()) > limit {
+		buf.Reset()
+		if err := gzipRecord(&buf, b, gzip.BestCompression); err != nil {
+			return nil, err
+		}
+	}
+	data := make([]byte, base64.StdEncoding.EncodedLen(buf.Len()))
+	base64.StdEncoding.Encode(data, buf.Bytes())
+	return data, nil
+}
+
+// gzipRecord writes b to w gzipped at level.
+func gzipRecord(w io.Writer, b []byte, level int) error {
+	zw, err := gzip.NewWriterLevel(w, level)
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(b); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// RecordSize returns the size in bytes of rel's record as the runtime's
+// storage writes it (EncodeRecord).
 func RecordSize(rel *hrelease.Release) (int, error) {
 	b, err := json.Marshal(rel)
 	if err != nil {
 		return 0, fmt.Errorf("encode release %s: %w", rel.Name, err)
 	}
-	return encodedSize(b)
+	return encodedSize(b, MaxRecordSize)
 }
 
 // CheckRecord returns a *RecordTooLargeError when rel's record would exceed
@@ -59,7 +116,7 @@ func CheckRecord(rel *hrelease.Release) error {
 	if maxEncodedSize(len(b)) <= MaxRecordSize {
 		return nil
 	}
-	size, err := encodedSize(b)
+	size, err := encodedSize(b, MaxRecordSize)
 	if err != nil {
 		return err
 	}
@@ -69,21 +126,21 @@ func CheckRecord(rel *hrelease.Release) error {
 	return &RecordTooLargeError{Release: rel.Name, Namespace: rel.Namespace, Size: size, Largest: LargestValues(rel.Config)}
 }
 
-// encodedSize is the length of b gzipped at best compression, then
-// base64-encoded, as Helm's Secrets driver encodes a record.
-func encodedSize(b []byte) (int, error) {
-	var n byteCounter
-	w, err := gzip.NewWriterLevel(&n, gzip.BestCompression)
-	if err != nil {
-		return 0, err
+// encodedSize is the length of the record whose JSON is b, as
+// encodeRecord(b, limit) encodes it, without keeping its bytes.
+func encodedSize(b []byte, limit int) (int, error) {
+	size := func(level int) (int, error) {
+		var n byteCounter
+		if err := gzipRecord(&n, b, level); err != nil {
+			return 0, err
+		}
+		return base64.StdEncoding.EncodedLen(int(n)), nil
 	}
-	if _, err := w.Write(b); err != nil {
-		return 0, err
+	n, err := size(RecordGzipLevel)
+	if err != nil || n <= limit {
+		return n, err
 	}
-	if err := w.Close(); err != nil {
-		return 0, err
-	}
-	return base64.StdEncoding.EncodedLen(int(n)), nil
+	return size(gzip.BestCompression)
 }
 
 // maxEncodedSize bounds the record of n bytes of JSON. Deflate stores a

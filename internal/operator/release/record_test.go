@@ -1,11 +1,14 @@
 package release
 
 import (
-	"context"
+	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
 
@@ -15,12 +18,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	hrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
 )
@@ -49,25 +49,20 @@ func testRecord(greeting string) *hrelease.Release {
 	}
 }
 
-// storedSize is the size of rel's record as Helm's Secrets driver writes
-// it: what the driver sends, read back from a fake clientset that stores
-// whatever it is given (the API server's limit is not the point here).
+// storedSize is the size of rel's record as the runtime's storage writes
+// it (helmstorage.Secrets writes EncodeRecord's bytes, and its tests read
+// them back through Helm's driver).
 func storedSize(t *testing.T, rel *hrelease.Release) int {
 	t.Helper()
-	cs := fake.NewClientset()
-	d := driver.NewSecrets(cs.CoreV1().Secrets(rel.Namespace))
-	if err := d.Create("sh.helm.release.v1.big.v1", rel); err != nil {
-		t.Fatal(err)
-	}
-	s, err := cs.CoreV1().Secrets(rel.Namespace).Get(context.Background(), "sh.helm.release.v1.big.v1", metav1.GetOptions{})
+	data, err := EncodeRecord(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(s.Data["release"])
+	return len(data)
 }
 
-// TestRecordSize: the measure is the size of what Helm's Secrets driver
-// stores, byte for byte, small or large.
+// TestRecordSize: the measure, which keeps no bytes, is the size of the
+// record the storage writes, byte for byte, small or large.
 func TestRecordSize(t *testing.T) {
 	for _, n := range []int{5, 300_000, 900_000} {
 		g := NewWithT(t)
@@ -75,6 +70,61 @@ func TestRecordSize(t *testing.T) {
 		size, err := RecordSize(rel)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(size).To(Equal(storedSize(t, rel)), "greeting of %d characters", n)
+	}
+}
+
+// TestEncodeRecord: a record is gzipped at RecordGzipLevel, and at best
+// compression when only that keeps it under the limit.
+// randomWord is a word of 3 to 8 letters of r's choice.
+func randomWord(r *mrand.Rand) string {
+	b := make([]byte, 3+r.IntN(6))
+	for i := range b {
+		b[i] = byte('a' + r.IntN(26))
+	}
+	return string(b)
+}
+
+func TestEncodeRecord(t *testing.T) {
+	g := NewWithT(t)
+	// YAML-like lines, which best compression packs tighter than the
+	// default level does.
+	r := mrand.New(mrand.NewPCG(1, 2))
+	var text strings.Builder
+	for text.Len() < 200_000 {
+		fmt.Fprintf(&text, "  - name: item-%d\n    value: %q\n", r.IntN(5000), randomWord(r)+randomWord(r))
+	}
+	rel := testRecord(text.String())
+	b, err := json.Marshal(rel)
+	g.Expect(err).NotTo(HaveOccurred())
+	atLevel := func(level int) []byte {
+		var buf bytes.Buffer
+		g.Expect(gzipRecord(&buf, b, level)).To(Succeed())
+		return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
+	}
+	fast, best := atLevel(RecordGzipLevel), atLevel(gzip.BestCompression)
+	g.Expect(len(best)).To(BeNumerically("<", len(fast)), "the text tells the levels apart")
+
+	data, err := EncodeRecord(rel)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bytes.Equal(data, fast)).To(BeTrue(), "under the limit: the runtime's level")
+	cases := []struct {
+		limit int
+		want  []byte
+	}{
+		{len(fast) + 1000, fast},
+		{len(fast), fast},
+		// Over the limit at the runtime's level: best compression, which
+		// fits, or the smallest record there is, which the size check
+		// refuses.
+		{len(fast) - 1, best},
+		{len(best), best},
+		{len(best) - 1, best},
+	}
+	for _, tc := range cases {
+		data, err := encodeRecord(b, tc.limit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(bytes.Equal(data, tc.want)).To(BeTrue(), "limit %d: %d bytes, want %d", tc.limit, len(data), len(tc.want))
+		g.Expect(encodedSize(b, tc.limit)).To(Equal(len(tc.want)), "limit %d", tc.limit)
 	}
 }
 
@@ -146,7 +196,7 @@ func TestMaxEncodedSize(t *testing.T) {
 		b := make([]byte, n)
 		_, err := rand.Read(b)
 		g.Expect(err).NotTo(HaveOccurred())
-		size, err := encodedSize(b)
+		size, err := encodedSize(b, MaxRecordSize)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(size).To(BeNumerically("<=", maxEncodedSize(n)), "%d random bytes", n)
 	}
