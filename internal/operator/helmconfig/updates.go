@@ -21,18 +21,38 @@
 // good as one from now. While an update runs, a read of one of its objects
 // is answered from the object's last read in that update, until a write
 // of the object; everything else goes to the API server (Transport).
+//
+// Their existence checks. Before an install creates a release's objects,
+// and before an upgrade creates the ones its new revision adds, Helm reads
+// each to find out whether it exists already (and then whether the release
+// may adopt it). When the runtime's cache watches the object's kind and
+// holds no such object, the answer is "not found" without a request
+// (NoteAbsent): the cache has seen every object of the kind that existed
+// when it last heard from the API server. If it lags an object created
+// moments ago, Helm's create of that object is refused (AlreadyExists) and
+// the action fails and is retried, by which time the cache holds the object
+// and the read goes to the API server: nothing is overwritten or adopted on
+// the cache's word. The answer is given only to a user (the operator, or a
+// release's ServiceAccount) whose reads of that resource in that namespace
+// the API server has answered before: one who may not read it is refused
+// by the API server before Helm writes a record, as without the cache.
 
 package helmconfig
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -67,7 +87,22 @@ type Updates struct {
 	written   map[ObjectKey]record
 	lastSweep time.Time
 	now       func() time.Time
+	// absent are the URL paths of objects the cache did not hold when a
+	// manifest naming them was built, until when their next read is
+	// answered "not found".
+	absent map[string]time.Time
+	// mayRead are the users (the Impersonate-User header, "" for the
+	// operator's own rights) and collections (the URL path of a resource
+	// in a namespace) of which a read reached the API server and was not
+	// refused: an object the cache does not hold is answered "not found"
+	// only to a user who may read its collection.
+	mayRead map[string]bool
 }
+
+// absentTTL is how long after a manifest was built its objects' absence
+// from the cache answers a read: Helm reads them right after it builds
+// them, a later read goes to the API server.
+const absentTTL = 10 * time.Second
 
 // inUpdate is one object while updates that may write it run.
 type inUpdate struct {
@@ -211,6 +246,68 @@ func (u *Updates) Check(k ObjectKey, version string, deliver func()) {
 	}
 }
 
+// NoteAbsent notes that the cache holds none of the objects at paths: the
+// next plain read of each within absentTTL is answered "not found".
+func (u *Updates) NoteAbsent(paths []string) {
+	if u == nil || len(paths) == 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock()
+	if u.absent == nil {
+		u.absent = map[string]time.Time{}
+	}
+	for p, until := range u.absent {
+		if now.After(until) {
+			delete(u.absent, p)
+		}
+	}
+	for _, p := range paths {
+		u.absent[p] = now.Add(absentTTL)
+	}
+}
+
+// takeAbsentLocked reports whether a read of path is answered "not
+// found", and forgets the note either way once it is asked.
+func (u *Updates) takeAbsentLocked(path string) bool {
+	until, ok := u.absent[path]
+	if !ok {
+		return false
+	}
+	delete(u.absent, path)
+	return !u.clock().After(until)
+}
+
+// notFound is the API server's answer to a read of an object that does
+// not exist, for the object at path.
+func notFound(req *http.Request) *http.Response {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	name, resource := parts[len(parts)-1], ""
+	if len(parts) >= 2 {
+		resource = parts[len(parts)-2]
+	}
+	body, _ := json.Marshal(metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound,
+		Message: fmt.Sprintf("%s %q not found", resource, name),
+		Details: &metav1.StatusDetails{Name: name, Kind: resource},
+	})
+	return &http.Response{
+		Status: "404 Not Found", StatusCode: http.StatusNotFound,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req,
+	}
+}
+
+// existenceReadsAnswered counts the existence checks answered from the
+// cache (NoteAbsent), also counted in rest_client_requests_total.
+var existenceReadsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "helmruntime_existence_reads_answered_total",
+	Help: "Helm's reads of whether an object exists, before creating it, answered \"not found\" from the runtime's cache without a request to the API server (counted in rest_client_requests_total all the same).",
+})
+
 // readsAnswered counts the reads Updates answered without the API server.
 // client-go's rest_client_requests_total counts them as requests (it
 // counts above the transport), so the requests that reached the API
@@ -220,7 +317,7 @@ var readsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Reads of a release's objects within one of Helm's updates answered from the update's earlier read of the object, without a request to the API server (counted in rest_client_requests_total all the same).",
 })
 
-func init() { ctrlmetrics.Registry.MustRegister(readsAnswered) }
+func init() { ctrlmetrics.Registry.MustRegister(readsAnswered, existenceReadsAnswered) }
 
 // objectPath is the URL path of the object info names.
 func objectPath(info *resource.Info) string {
@@ -255,6 +352,40 @@ type updateReads struct {
 }
 
 func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := t.u
+	if req.Method != http.MethodGet || req.URL.RawQuery != "" {
+		u.mu.Lock()
+		delete(u.absent, req.URL.Path)
+		u.mu.Unlock()
+		return t.roundTrip(req)
+	}
+	// A plain read of one object. The API server authorizes a read before
+	// it looks for the object: its 200 or 404 says that this user may read
+	// the objects of that resource in that namespace. Only then is an
+	// object the cache does not hold answered "not found" for the user; a
+	// user who may not read them is refused by the API server, as before,
+	// before Helm writes anything.
+	scope := req.Header.Get(impersonateUserHeader) + "\x00" + path.Dir(req.URL.Path)
+	u.mu.Lock()
+	if absent := u.takeAbsentLocked(req.URL.Path); absent && u.mayRead[scope] {
+		u.mu.Unlock()
+		existenceReadsAnswered.Inc()
+		return notFound(req), nil
+	}
+	u.mu.Unlock()
+	resp, err := t.roundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound) {
+		u.mu.Lock()
+		if u.mayRead == nil {
+			u.mayRead = map[string]bool{}
+		}
+		u.mayRead[scope] = true
+		u.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {
 	u := t.u
 	u.mu.Lock()
 	o := u.byPath[req.URL.Path]

@@ -1,6 +1,7 @@
 package helmconfig
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
 )
@@ -198,4 +201,94 @@ func TestUpdatesAnswerTheSameUserOnly(t *testing.T) {
 	if gets.Load() != 3 {
 		t.Errorf("other users: %d reads reached the server, want 3", gets.Load())
 	}
+}
+
+// TestAbsentObjectsAreReadAsNotFoundOnce: the first plain read of an
+// object the cache did not hold when its manifest was built is answered
+// "not found" without a request, as the API server answers; any later
+// read, a read after a write, and a read after absentTTL reach the server.
+func TestAbsentObjectsAreReadAsNotFoundOnce(t *testing.T) {
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	updates := &Updates{now: func() time.Time { return now }}
+	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	do := func(method, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	const webPath = "/apis/apps/v1/namespaces/shop/deployments/web"
+	const dbPath = "/apis/apps/v1/namespaces/shop/statefulsets/db"
+
+	// Nothing is answered to a user before the API server answered one of
+	// its reads of the same resource in the same namespace.
+	updates.NoteAbsent([]string{webPath})
+	do(http.MethodGet, webPath).Body.Close()
+	if gets.Load() != 1 {
+		t.Fatalf("a read was answered before the user was seen to read deployments")
+	}
+	do(http.MethodGet, "/apis/apps/v1/namespaces/shop/statefulsets/other").Body.Close()
+	gets.Store(0)
+
+	updates.NoteAbsent([]string{webPath, dbPath})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+webPath, nil)
+	req.Header.Set(impersonateUserHeader, "system:serviceaccount:shop:deployer")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if gets.Load() != 1 {
+		t.Fatalf("a read as another user was answered from the note")
+	}
+	gets.Store(0)
+	updates.NoteAbsent([]string{webPath})
+	resp = do(http.MethodGet, webPath)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || gets.Load() != 0 {
+		t.Fatalf("first read: status %d, %d reads reached the server; want 404 and none", resp.StatusCode, gets.Load())
+	}
+	err = apierrors.FromObject(decodeStatus(t, b))
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `deployments "web" not found`) {
+		t.Errorf("the answer reads as %v, want the API server's not found", err)
+	}
+	do(http.MethodGet, webPath).Body.Close()
+	if gets.Load() != 1 {
+		t.Errorf("a second read was answered from the note")
+	}
+
+	do(http.MethodPost, dbPath).Body.Close()
+	do(http.MethodGet, dbPath).Body.Close()
+	if gets.Load() != 2 {
+		t.Errorf("a read after a write was answered from the note")
+	}
+
+	updates.NoteAbsent([]string{webPath})
+	now = now.Add(absentTTL + time.Second)
+	do(http.MethodGet, webPath).Body.Close()
+	if gets.Load() != 3 {
+		t.Errorf("a read after absentTTL was answered from the note")
+	}
+}
+
+func decodeStatus(t *testing.T, b []byte) *metav1.Status {
+	t.Helper()
+	st := &metav1.Status{}
+	if err := json.Unmarshal(b, st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

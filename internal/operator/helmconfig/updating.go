@@ -1,6 +1,8 @@
 package helmconfig
 
 import (
+	"io"
+
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/cli-runtime/pkg/resource"
 )
@@ -20,15 +22,38 @@ type updatingKubeClient struct {
 	// deletingNamespace is the release's namespace when it is being
 	// deleted along with the release's resource, else "" (deleteerrors.go).
 	deletingNamespace string
+	// absent reports whether the runtime's cache, which watches the
+	// object's kind, holds no such object (nil: it is never asked).
+	absent func(info *resource.Info) bool
 }
 
 // updating wraps kc when it is Helm's client.
-func updating(kc kube.Interface, updates *Updates, deletingNamespace string) kube.Interface {
+func updating(kc kube.Interface, updates *Updates, deletingNamespace string, absent func(*resource.Info) bool) kube.Interface {
 	c, ok := kc.(*interruptibleKubeClient)
 	if !ok {
 		return kc
 	}
-	return &updatingKubeClient{interruptibleKubeClient: c, updates: updates, deletingNamespace: deletingNamespace}
+	return &updatingKubeClient{interruptibleKubeClient: c, updates: updates, deletingNamespace: deletingNamespace, absent: absent}
+}
+
+// Build reads a manifest into Helm's objects, and notes those the cache
+// says do not exist, so that Helm's read of each (whether it exists, before
+// an install or an upgrade creates it) is answered without a request
+// (Updates.NoteAbsent). Helm builds a manifest right before it checks and
+// creates its objects.
+func (c *updatingKubeClient) Build(reader io.Reader, validate bool) (kube.ResourceList, error) {
+	list, err := c.interruptibleKubeClient.Build(reader, validate)
+	if err != nil || c.absent == nil {
+		return list, err
+	}
+	var paths []string
+	for _, info := range list {
+		if info.Mapping != nil && c.absent(info) {
+			paths = append(paths, objectPath(info))
+		}
+	}
+	c.updates.NoteAbsent(paths)
+	return list, nil
 }
 
 // Update patches (or replaces, or creates) the objects of target, deletes

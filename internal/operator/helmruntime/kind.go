@@ -1,6 +1,7 @@
 package helmruntime
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/readycontroller"
 	"github.com/acme/platform-operator/internal/operator/release"
 	"github.com/acme/platform-operator/internal/operator/rollout"
+	"github.com/acme/platform-operator/internal/operator/valuesschema"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
@@ -122,6 +125,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Records:           records,
 		ServiceAccountFor: identity.serviceAccountFor,
 		NamespaceDeleting: identity.namespaceDeleting,
+		Absent:            k.absentFromCache(mgr.GetCache()),
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -146,6 +150,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		TestResults:      k.testResults,
 		CRDs:             rw.CRDs,
 		Versions:         &actionpath.ChartVersions{Versions: rw.Versions, Gate: k.gate},
+		Schemas:          valuesschema.New(0, k.log),
 	})
 	opts, err := k.reconcilerOptions(mgr, acg)
 	if err != nil {
@@ -304,4 +309,18 @@ func describeSelector(sel metav1.LabelSelector) string {
 		return "<all>"
 	}
 	return s.String()
+}
+
+// absentFromCache reports whether the cache, which the kind's readiness
+// controller has made watch objects of gvk, holds none named
+// namespace/name (helmconfig.Config.Absent).
+func (k *kindRuntime) absentFromCache(c client.Reader) func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool {
+	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool {
+		if !k.ready.Watches(gvk) {
+			return false
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u))
+	}
 }

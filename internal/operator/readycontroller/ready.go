@@ -405,6 +405,15 @@ func (t *Tracker) watchKinds(gvks []schema.GroupVersionKind) error {
 	return nil
 }
 
+// Watches reports whether the controller watches objects of gvk through
+// the cache, which then holds every such object in its namespaces: from
+// the first release that renders one on.
+func (t *Tracker) Watches(gvk schema.GroupVersionKind) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.watched[gvk]
+}
+
 // healthChanged passes creations, deletions and updates that change an
 // object's health (the summary the cache keeps instead of its status).
 var healthChanged = predicate.TypedFuncs[*unstructured.Unstructured]{
