@@ -38,6 +38,7 @@ func TestLayerOrder(t *testing.T) {
 		"release namespace",
 		"CRDs",
 		"capabilities",
+		"values schema",
 		"chart copy",
 	}))
 

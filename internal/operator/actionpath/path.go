@@ -19,6 +19,7 @@ import (
 	"github.com/acme/platform-operator/internal/operator/postrender"
 	"github.com/acme/platform-operator/internal/operator/reconcilerecord"
 	"github.com/acme/platform-operator/internal/operator/release"
+	"github.com/acme/platform-operator/internal/operator/valuesschema"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
 
@@ -78,6 +79,10 @@ type Kind struct {
 	// Versions are the kind's chart versions and the gate of its rollout
 	// (chartversion.go); nil renders the library's chart.
 	Versions *ChartVersions
+	// Schemas validates the values of the kind's actions against its
+	// charts' schemas, each compiled once (valuesschema.go); nil leaves
+	// the validation to Helm's actions.
+	Schemas *valuesschema.Schemas
 }
 
 // New returns the action client getter of one kind: base (the library's
@@ -165,6 +170,10 @@ func Layers(k Kind) []Layer {
 		// Charts with CRDs see fresh capabilities; releases that add APIs
 		// drop the shared ones (capabilities.go).
 		{"capabilities", capabilities(k.Capabilities)},
+		// Values are validated against the chart's schemas, each compiled
+		// once; Helm's action validates only what fails, compiling anew
+		// (valuesschema.go).
+		{"values schema", checkSchemas(k.Schemas)},
 		// Helm gets its own copy of a chart with dependencies, which its
 		// dependency processing edits (chartcopy.go).
 		{"chart copy", copyCharts},

@@ -45,8 +45,9 @@ const MaxRecordSize = corev1.MaxSecretSize
 // times the CPU of the default level for records 0.7 % smaller; gzipping
 // records was a fifth of the runtime's CPU at N=1000. Lower levels cost
 // less still but grow records by 4 % (level 4) to 23 % (level 1)
-// (docs/benchmarks.md, "Release records: gzip level"). Helm's decoder
-// reads any level: it checks only the gzip header.
+// (docs/benchmarks.md, "Release records and values schema: CPU per
+// action"). Helm's decoder reads any level: it checks only the gzip
+// header.
 const RecordGzipLevel = gzip.DefaultCompression
 
 // EncodeRecord returns the data of rel's record as the runtime's storage
