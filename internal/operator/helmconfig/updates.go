@@ -32,7 +32,8 @@
 // moments ago, Helm's create of that object is refused (AlreadyExists) and
 // the action fails and is retried, by which time the cache holds the object
 // and the read goes to the API server: nothing is overwritten or adopted on
-// the cache's word. The answer is given only to a user (the operator, or a
+// the cache's word: the failed action's clean-up (which deletes the
+// release's objects by name) does not delete that object (create). The answer is given only to a user (the operator, or a
 // release's ServiceAccount) whose reads of that resource in that namespace
 // the API server has answered before: one who may not read it is refused
 // by the API server before Helm writes a record, as without the cache.
@@ -97,7 +98,16 @@ type Updates struct {
 	// refused: an object the cache does not hold is answered "not found"
 	// only to a user who may read its collection.
 	mayRead map[string]bool
+	// answered are the paths of objects whose existence check was
+	// answered "not found" from the cache, and kept those of them the API
+	// server then refused to create because they exist: not the release's
+	// to delete (create). Each until when it counts.
+	answered, kept map[string]time.Time
 }
+
+// keepTTL is how long an answered existence check, and an object kept
+// from deletion, count: longer than an action and its clean-up.
+const keepTTL = 2 * time.Minute
 
 // absentTTL is how long after a manifest was built its objects' absence
 // from the cache answers a read: Helm reads them right after it builds
@@ -353,7 +363,19 @@ type updateReads struct {
 
 func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	u := t.u
-	if req.Method != http.MethodGet || req.URL.RawQuery != "" {
+	switch {
+	case req.Method == http.MethodPost:
+		return t.create(req)
+	case req.Method == http.MethodDelete:
+		u.mu.Lock()
+		kept := u.keptLocked(req.URL.Path)
+		delete(u.absent, req.URL.Path)
+		u.mu.Unlock()
+		if kept {
+			return notFound(req), nil
+		}
+		return t.roundTrip(req)
+	case req.Method != http.MethodGet || req.URL.RawQuery != "":
 		u.mu.Lock()
 		delete(u.absent, req.URL.Path)
 		u.mu.Unlock()
@@ -368,6 +390,10 @@ func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	scope := req.Header.Get(impersonateUserHeader) + "\x00" + path.Dir(req.URL.Path)
 	u.mu.Lock()
 	if absent := u.takeAbsentLocked(req.URL.Path); absent && u.mayRead[scope] {
+		if u.answered == nil {
+			u.answered = map[string]time.Time{}
+		}
+		u.answered[req.URL.Path] = u.clock().Add(keepTTL)
 		u.mu.Unlock()
 		existenceReadsAnswered.Inc()
 		return notFound(req), nil
@@ -383,6 +409,64 @@ func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.mu.Unlock()
 	}
 	return resp, err
+}
+
+// create sends a create. When the API server refuses it because the
+// object exists, and the cache had answered that it did not (the cache
+// lagged an object someone created moments before), the object is kept:
+// the failed action's clean-up (the uninstall of a failed install, the
+// rollback of a failed upgrade) deletes the release's objects by name, and
+// its delete of this one, which the release never owned, is answered "not
+// found" without a request for keepTTL.
+func (t *updateReads) create(req *http.Request) (*http.Response, error) {
+	t.u.mu.Lock()
+	delete(t.u.absent, req.URL.Path)
+	t.u.mu.Unlock()
+	resp, err := t.roundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusConflict {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	st := metav1.Status{}
+	if json.Unmarshal(body, &st) != nil || st.Reason != metav1.StatusReasonAlreadyExists || st.Details == nil || st.Details.Name == "" {
+		return resp, nil
+	}
+	objPath := strings.TrimSuffix(req.URL.Path, "/") + "/" + st.Details.Name
+	u := t.u
+	u.mu.Lock()
+	if until, ok := u.answered[objPath]; ok && !u.clock().After(until) {
+		if u.kept == nil {
+			u.kept = map[string]time.Time{}
+		}
+		u.kept[objPath] = u.clock().Add(keepTTL)
+	}
+	u.mu.Unlock()
+	return resp, nil
+}
+
+// keptLocked reports whether the object at path is kept from deletion
+// (create), forgetting expired notes.
+func (u *Updates) keptLocked(path string) bool {
+	now := u.clock()
+	for p, until := range u.answered {
+		if now.After(until) {
+			delete(u.answered, p)
+		}
+	}
+	until, ok := u.kept[path]
+	if !ok {
+		return false
+	}
+	if now.After(until) {
+		delete(u.kept, path)
+		return false
+	}
+	return true
 }
 
 func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {

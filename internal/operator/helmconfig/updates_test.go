@@ -292,3 +292,55 @@ func decodeStatus(t *testing.T, b []byte) *metav1.Status {
 	}
 	return st
 }
+
+// TestAnObjectTheCacheMissedIsNotDeleted: when the cache said an object
+// did not exist and the API server then refuses its create because it
+// does, the failed action's clean-up does not delete it; other deletes
+// reach the API server.
+func TestAnObjectTheCacheMissedIsNotDeleted(t *testing.T) {
+	var deletes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Method {
+		case http.MethodDelete:
+			deletes.Add(1)
+			_, _ = io.WriteString(w, `{}`)
+		case http.MethodPost:
+			w.WriteHeader(http.StatusConflict)
+			b, _ := json.Marshal(apierrors.NewAlreadyExists(schema.GroupResource{Resource: "configmaps"}, "taken").ErrStatus)
+			_, _ = w.Write(b)
+		default:
+			_, _ = io.WriteString(w, `{}`)
+		}
+	}))
+	defer srv.Close()
+	updates := &Updates{}
+	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	do := func(method, path string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const collection = "/api/v1/namespaces/shop/configmaps"
+	do(http.MethodGet, collection+"/seen") // the operator may read ConfigMaps there
+
+	updates.NoteAbsent([]string{collection + "/taken"})
+	if code := do(http.MethodGet, collection+"/taken"); code != http.StatusNotFound {
+		t.Fatalf("existence check: %d, want 404 from the cache", code)
+	}
+	if code := do(http.MethodPost, collection); code != http.StatusConflict {
+		t.Fatalf("create: %d, want the API server's 409", code)
+	}
+	if code := do(http.MethodDelete, collection+"/taken"); code != http.StatusNotFound || deletes.Load() != 0 {
+		t.Errorf("the clean-up's delete: %d, %d deletes reached the server; want 404 and none", code, deletes.Load())
+	}
+	do(http.MethodDelete, collection+"/other")
+	if deletes.Load() != 1 {
+		t.Errorf("a delete of another object did not reach the server")
+	}
+}
