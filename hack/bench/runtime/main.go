@@ -76,6 +76,7 @@ type config struct {
 	ns          []int
 	idle        time.Duration
 	settle      time.Duration
+	idleAfter   time.Duration
 	drift       int
 	runtimes    []runtimeSpec
 	binDir      string
@@ -135,6 +136,7 @@ func main() {
 	nList := flag.String("n", "", "comma-separated resource counts (default 100,500,1000; quick: 200)")
 	idle := flag.Duration("idle", 0, "idle window (default 10m; quick: 2m)")
 	settle := flag.Duration("settle", 30*time.Second, "longest wait after all are Deployed for the runtime's reconciles to quiet down before the idle window")
+	idleAfter := flag.Duration("idle-after", 0, "the idle window starts no earlier than this long after the first create, e.g. 6m to measure after every release's Ready deadline (readyTimeout, 5m by default) has passed")
 	drift := flag.Int("drift", 20, "resources whose child Deployment is deleted, and as many others whose child's image is changed by hand")
 	only := flag.String("runtimes", "ours,helm-operator-plugins,operator-sdk,floor", "runtimes to measure, in this order; floor is a bare client creating the rendered objects (floor.go)")
 	spec := flag.String("spec", "{}", "JSON spec of every Nginx resource, e.g. {\"replicaCount\":0}")
@@ -153,7 +155,7 @@ func main() {
 	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
-	cfg := config{idle: *idle, settle: *settle, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec}
+	cfg := config{idle: *idle, settle: *settle, idleAfter: *idleAfter, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec}
 	if _, err := cfg.specValues(); err != nil {
 		fatal(err)
 	}
@@ -389,6 +391,10 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	// (or cfg.settle passes: peers resync all the time).
 	settled := waitQuiet(proc, cfg.settle)
 	fmt.Printf("   settled after %s; idle for %s\n", settled.Round(time.Second), cfg.idle)
+	if wait := cfg.idleAfter - time.Since(start); wait > 0 {
+		fmt.Printf("   waiting %s more: the idle window starts %s after the first create\n", wait.Round(time.Second), cfg.idleAfter)
+		time.Sleep(wait)
+	}
 	readyLags := benchkit.Sorted(obs.readyLags())
 	res.ReadyMeasured = len(readyLags)
 	if len(readyLags) > 0 {
