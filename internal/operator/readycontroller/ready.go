@@ -92,6 +92,9 @@ const (
 	// revision was applied before its Pods are described: a rollout that
 	// takes a few seconds writes no message about Pods that were starting.
 	describePodsAfter = 5 * time.Second
+	// cacheReadTimeout bounds a read of Pods or claims from the cache,
+	// which waits for the cache to sync.
+	cacheReadTimeout = 10 * time.Second
 	// afterHook is how long after the post-release hook the controller
 	// waits for the library's status write of the same reconcile.
 	afterHook = 250 * time.Millisecond
@@ -858,7 +861,12 @@ func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref, selector 
 	var reader client.Reader = t.cache
 	pods := &corev1.PodList{}
 	opts := []client.ListOption{client.InNamespace(ref.Namespace), client.MatchingLabelsSelector{Selector: sel}}
-	if err := t.cache.List(ctx, pods, opts...); err != nil {
+	// A cache that cannot list Pods (the operator may not watch them) never
+	// syncs: the read gives up after cacheReadTimeout and asks the API
+	// server instead.
+	cacheCtx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+	defer cancel()
+	if err := t.cache.List(cacheCtx, pods, opts...); err != nil {
 		reader, polled = t.apiReader, true
 		if err := reader.List(ctx, pods, opts...); err != nil {
 			return "", true
@@ -878,7 +886,11 @@ func (t *Tracker) describePods(ctx context.Context, ref readiness.Ref, selector 
 				continue
 			}
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: name}, pvc); apierrors.IsNotFound(err) {
+			readCtx := ctx
+			if !polled {
+				readCtx = cacheCtx
+			}
+			if err := reader.Get(readCtx, types.NamespacedName{Namespace: ref.Namespace, Name: name}, pvc); apierrors.IsNotFound(err) {
 				claims[name] = "not found"
 			} else if err == nil {
 				claims[name] = pvc.Status.Phase
