@@ -662,9 +662,11 @@ func (t *Tracker) written(key types.NamespacedName, before *readyEntry, cr *unst
 // for Pods (setWaiting) before it reads any Pod, so that a Pod that
 // changes after the read wakes the release again.
 func (t *Tracker) verdict(ctx context.Context, key types.NamespacedName, e *readyEntry, now time.Time) readiness.Verdict {
-	var interests []podInterest
+	judged := false // by the objects' health, which records the waiting workloads
 	e.podsPolled = false
 	v := readiness.Judge(e.release, now, func() readiness.Verdict {
+		judged = true
+		var interests []podInterest
 		observed := make([]readiness.Observed, 0, len(e.objects))
 		for _, ref := range e.objects {
 			o := readiness.Observed{Ref: ref, Health: t.health(ctx, ref)}
@@ -693,7 +695,7 @@ func (t *Tracker) verdict(ctx context.Context, key types.NamespacedName, e *read
 		}
 		return readiness.Evaluate(observed)
 	})
-	if interests == nil {
+	if !judged { // by its conditions alone: it waits for no Pods
 		t.setWaiting(key, nil)
 	}
 	return v
