@@ -491,18 +491,20 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	return res, nil
 }
 
-// waitQuiet waits until the runtime's reconcile count stays the same for
-// three seconds, at most max; it returns how long it waited.
 // sentRequests is the number of requests the runtime p sent to the API
 // server so far: client-go's count, less the reads ours answered without
-// the API server (helmruntime_update_reads_answered_total and
+// the API server (helmruntime_update_reads_answered_total,
+// helmruntime_update_reads_as_left_total and
 // helmruntime_existence_reads_answered_total, which client-go counts too;
 // the peers have no such counters).
 func sentRequests(p *process.Process) float64 {
 	return benchkit.Metric(p, "rest_client_requests_total") - benchkit.Metric(p, "helmruntime_update_reads_answered_total") -
+		benchkit.Metric(p, "helmruntime_update_reads_as_left_total") -
 		benchkit.Metric(p, "helmruntime_existence_reads_answered_total")
 }
 
+// waitQuiet waits until the runtime's reconcile count stays the same for
+// three seconds, at most max; it returns how long it waited.
 func waitQuiet(p *process.Process, max time.Duration) time.Duration {
 	waited, _ := benchkit.Settled(func() float64 { return benchkit.Metric(p, "controller_runtime_reconcile_total") }, nil, 3*time.Second, max)
 	return waited

@@ -1,9 +1,6 @@
 package cachefilter
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/readiness"
 )
 
@@ -107,10 +105,9 @@ func (t cacheTrim) transform(obj any) (any, error) {
 	return obj, nil
 }
 
-// contentDigestField is the field that holds, in the cache, the digest of
-// a rendered object's content (see fingerprint). No Kubernetes kind has a
-// top-level field of that name.
-const contentDigestField = "platform-operator.acme.com/content-sha256"
+// contentDigestField holds a rendered object's content digest in the
+// cache (fingerprint).
+const contentDigestField = manifest.ContentDigestField
 
 // fingerprint replaces the content of a rendered object (every top-level
 // field but apiVersion, kind, metadata and status) with its SHA-256, and
@@ -138,21 +135,12 @@ func fingerprint(u *unstructured.Unstructured) {
 	if _, done := u.Object[contentDigestField]; done {
 		return
 	}
-	content := make(map[string]any, len(u.Object))
-	for k, v := range u.Object {
-		switch k {
-		case "apiVersion", "kind", "metadata", "status":
-		default:
-			content[k] = v
-		}
-	}
-	b, err := json.Marshal(content)
-	if err != nil {
+	digest, ok := manifest.ContentDigest(u.Object)
+	if !ok {
 		return // not JSON data (never from an informer): kept whole
 	}
-	sum := sha256.Sum256(b)
 	health := readiness.Observe(u)
-	kept := map[string]any{contentDigestField: hex.EncodeToString(sum[:])}
+	kept := map[string]any{contentDigestField: digest}
 	for _, k := range []string{"apiVersion", "kind", "metadata"} {
 		if v, ok := u.Object[k]; ok {
 			kept[k] = v

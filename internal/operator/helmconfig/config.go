@@ -32,6 +32,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -74,11 +75,15 @@ type Config struct {
 	// there counts the deletes the API server forbids as done: the
 	// namespace's deletion removes those objects (deleteerrors.go).
 	NamespaceDeleting func(ctx context.Context, ns string) (bool, error)
-	// Absent, when set, reports whether the runtime's cache watches
-	// objects of gvk and holds none named namespace/name: Helm's read of
-	// whether such an object exists before it creates it is then answered
-	// without a request (updates.go).
-	Absent func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool
+	// Cached, when set, returns the runtime's cache's copy of the object
+	// of gvk named namespace/name (its metadata and content digest, nil
+	// when the cache holds none), and whether the cache watches objects of
+	// gvk at all. Helm's read of whether an object exists before it
+	// creates it is answered "not found" without a request when the cache
+	// watches the kind and holds no such object, and an update's read of
+	// an object the cache shows as the runtime's last write left it is
+	// answered without a request too (updates.go).
+	Cached func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool)
 }
 
 // NewActionClientGetter returns the library's action client getter of one
@@ -231,13 +236,13 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 	if err != nil {
 		return nil, err
 	}
-	var absent func(*resource.Info) bool
-	if b.c.Absent != nil {
-		absent = func(info *resource.Info) bool {
-			return b.c.Absent(ctx, info.Mapping.GroupVersionKind, info.Namespace, info.Name)
+	var cached func(*resource.Info) (*unstructured.Unstructured, bool)
+	if b.c.Cached != nil {
+		cached = func(info *resource.Info) (*unstructured.Unstructured, bool) {
+			return b.c.Cached(ctx, info.Mapping.GroupVersionKind, info.Namespace, info.Name)
 		}
 	}
-	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting, absent)
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting, cached)
 	return cfg, nil
 }
 

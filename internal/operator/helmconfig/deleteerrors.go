@@ -61,6 +61,7 @@ func (c *updatingKubeClient) DeleteWithPropagationPolicy(resources kube.Resource
 // deletion removes the object, and the operator's own rights (an
 // uninstall there runs with them) need not include it.
 func (c *updatingKubeClient) deleteEach(resources kube.ResourceList, del func(kube.ResourceList) (*kube.Result, []error)) (*kube.Result, []error) {
+	c.forgetLeft(resources)
 	if c.deletingNamespace == "" {
 		res, errs := del(resources)
 		c.deletes.add(errs)

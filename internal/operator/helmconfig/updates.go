@@ -22,6 +22,26 @@
 // is answered from the object's last read in that update, until a write
 // of the object; everything else goes to the API server (Transport).
 //
+// Their reads of objects as the runtime left them. An upgrade's read of
+// an object's live state feeds Helm's three-way patch, and most objects of
+// an upgrade are as the runtime's own last write left them. For each
+// object, Updates keeps the content digest (manifest.ContentDigest) of
+// the manifest object that write sent and of the object the API server
+// returned (Left). When the update's original manifest object is the one
+// sent, and the cache holds the object with the digest returned, the live
+// object is that write's result: every field the manifest sets has the
+// manifest's value (the patch that wrote it set every field that differed),
+// and what else it holds (the server's defaults, others' fields) Helm's
+// patch leaves alone either way. The update's first read of it is then
+// answered, to a user who may read it (below), with the original manifest
+// object under the cached metadata (UpdateTarget.Current): Helm's patch
+// from it changes exactly the fields the new manifest changes, and an
+// object the new manifest does not change is not patched. A cache that
+// lags a write by someone else is a read a moment older, which Helm's
+// patch (no resourceVersion) allows anyway; any other object, one edited
+// since, one the runtime has not written since it started, is read from
+// the API server.
+//
 // Their existence checks. Before an install creates a release's objects,
 // and before an upgrade creates the ones its new revision adds, Helm reads
 // each to find out whether it exists already (and then whether the release
@@ -68,9 +88,20 @@ type ObjectKey struct {
 
 // UpdateTarget is an object an update may write: its key, and the URL
 // path its reads are sent to ("" to answer none of them from memory).
+// Current, when set, is the object's live state as the runtime's last
+// write left it (package comment), the answer to the update's first read
+// of it.
 type UpdateTarget struct {
-	Key  ObjectKey
-	Path string
+	Key     ObjectKey
+	Path    string
+	Current []byte
+}
+
+// Left is what the runtime's last write of an object left: the content
+// digests (manifest.ContentDigest) of the manifest object it sent and
+// of the object the API server returned.
+type Left struct {
+	Sent, Live string
 }
 
 // recordTTL is how long a recorded write waits for its event. Events come
@@ -103,6 +134,8 @@ type Updates struct {
 	// server then refused to create because they exist: not the release's
 	// to delete (create). Each until when it counts.
 	answered, kept map[string]time.Time
+	// left is what the runtime's last write of each object left.
+	left map[ObjectKey]Left
 }
 
 // keepTTL is how long an answered existence check, and an object kept
@@ -121,6 +154,9 @@ type inUpdate struct {
 	parked  []parked // watch events that came meanwhile
 	writes  int      // writes of the object seen, so that a read that raced one is not kept
 	read    *recordedRead
+	// current answers the first read (UpdateTarget.Current), nil when
+	// there is none, or more than one update in flight offered one.
+	current []byte
 }
 
 type parked struct {
@@ -165,11 +201,13 @@ func (u *Updates) Begin(targets []UpdateTarget) (end func(written map[ObjectKey]
 	for _, t := range targets {
 		o := u.inFlight[t.Key]
 		if o == nil {
-			o = &inUpdate{path: t.Path}
+			o = &inUpdate{path: t.Path, current: t.Current}
 			u.inFlight[t.Key] = o
 			if t.Path != "" {
 				u.byPath[t.Path] = o
 			}
+		} else {
+			o.current = nil // two updates: neither knows what the other leaves
 		}
 		o.updates++
 	}
@@ -256,6 +294,44 @@ func (u *Updates) Check(k ObjectKey, version string, deliver func()) {
 	}
 }
 
+// SetLeft records what the runtime's write of object k left.
+func (u *Updates) SetLeft(k ObjectKey, l Left) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	if u.left == nil {
+		u.left = map[ObjectKey]Left{}
+	}
+	u.left[k] = l
+	u.mu.Unlock()
+}
+
+// LeftBy returns what the runtime's last write of object k left, if it
+// has written it since it started.
+func (u *Updates) LeftBy(k ObjectKey) (Left, bool) {
+	if u == nil {
+		return Left{}, false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l, ok := u.left[k]
+	return l, ok
+}
+
+// ForgetLeft forgets what the runtime's writes of objects keys left: they
+// were deleted, or a write's result is not known.
+func (u *Updates) ForgetLeft(keys ...ObjectKey) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	for _, k := range keys {
+		delete(u.left, k)
+	}
+	u.mu.Unlock()
+}
+
 // NoteAbsent notes that the cache holds none of the objects at paths: the
 // next plain read of each within absentTTL is answered "not found".
 func (u *Updates) NoteAbsent(paths []string) {
@@ -327,7 +403,16 @@ var readsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Reads of a release's objects within one of Helm's updates answered from the update's earlier read of the object, without a request to the API server (counted in rest_client_requests_total all the same).",
 })
 
-func init() { ctrlmetrics.Registry.MustRegister(readsAnswered, existenceReadsAnswered) }
+// currentReadsAnswered counts the reads answered with an object as the
+// runtime's last write left it (UpdateTarget.Current).
+var currentReadsAnswered = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "helmruntime_update_reads_as_left_total",
+	Help: "Reads of a release's object within one of Helm's updates answered with the object as the runtime's last write of it left it, which the cache showed unchanged since, without a request to the API server (counted in rest_client_requests_total all the same).",
+})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(readsAnswered, existenceReadsAnswered, currentReadsAnswered)
+}
 
 // objectPath is the URL path of the object info names.
 func objectPath(info *resource.Info) string {
@@ -399,7 +484,7 @@ func (t *updateReads) RoundTrip(req *http.Request) (*http.Response, error) {
 		return notFound(req), nil
 	}
 	u.mu.Unlock()
-	resp, err := t.roundTrip(req)
+	resp, err := t.read(req, scope)
 	if err == nil && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound) {
 		u.mu.Lock()
 		if u.mayRead == nil {
@@ -426,12 +511,10 @@ func (t *updateReads) create(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusConflict {
 		return resp, err
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body, err := readBody(resp)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
 	st := metav1.Status{}
 	if json.Unmarshal(body, &st) != nil || st.Reason != metav1.StatusReasonAlreadyExists || st.Details == nil || st.Details.Name == "" {
 		return resp, nil
@@ -469,7 +552,25 @@ func (u *Updates) keptLocked(path string) bool {
 	return true
 }
 
+// roundTrip sends a request that is not a plain read (see read).
 func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {
+	u := t.u
+	u.mu.Lock()
+	if o := u.byPath[req.URL.Path]; o != nil && req.Method != http.MethodGet {
+		o.read = nil // a write (whatever its query): later reads go to the server
+		o.current = nil
+		o.writes++
+	}
+	u.mu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
+// read sends, or answers, a plain read of one object by a user in scope
+// (RoundTrip): an object being updated is answered with the update's
+// earlier read of it, or with its state as the runtime left it
+// (UpdateTarget.Current) when the API server has let the user read that
+// collection.
+func (t *updateReads) read(req *http.Request, scope string) (*http.Response, error) {
 	u := t.u
 	u.mu.Lock()
 	o := u.byPath[req.URL.Path]
@@ -477,26 +578,18 @@ func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {
 		u.mu.Unlock()
 		return t.next.RoundTrip(req)
 	}
-	if req.Method != http.MethodGet {
-		o.read = nil // a write (whatever its query): later reads go to the server
-		o.writes++
-		u.mu.Unlock()
-		return t.next.RoundTrip(req)
-	}
-	if req.URL.RawQuery != "" { // a read with options: not Helm's plain read
-		u.mu.Unlock()
-		return t.next.RoundTrip(req)
-	}
 	as := req.Header.Get(impersonateUserHeader)
 	if r := o.read; r != nil && r.as == as {
 		u.mu.Unlock()
 		readsAnswered.Inc()
-		return &http.Response{
-			Status: "200 OK", StatusCode: http.StatusOK,
-			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: r.header.Clone(), Body: io.NopCloser(bytes.NewReader(r.body)),
-			ContentLength: int64(len(r.body)), Request: req,
-		}, nil
+		return r.response(req), nil
+	}
+	if o.current != nil && u.mayRead[scope] {
+		r := &recordedRead{as: as, header: http.Header{"Content-Type": []string{"application/json"}}, body: o.current}
+		o.read, o.current = r, nil
+		u.mu.Unlock()
+		currentReadsAnswered.Inc()
+		return r.response(req), nil
 	}
 	writes := o.writes
 	u.mu.Unlock()
@@ -504,16 +597,36 @@ func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
+	body, err := readBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	if cur := u.byPath[req.URL.Path]; cur == o && o.writes == writes {
+		o.read = &recordedRead{as: as, header: resp.Header.Clone(), body: body}
+		o.current = nil
+	}
+	u.mu.Unlock()
+	return resp, nil
+}
+
+// response is the recorded read, as the answer to req.
+func (r *recordedRead) response(req *http.Request) *http.Response {
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: r.header.Clone(), Body: io.NopCloser(bytes.NewReader(r.body)),
+		ContentLength: int64(len(r.body)), Request: req,
+	}
+}
+
+// readBody reads resp's body and puts it back, for the caller to pass on.
+func readBody(resp *http.Response) ([]byte, error) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	u.mu.Lock()
-	if cur := u.byPath[req.URL.Path]; cur == o && o.writes == writes {
-		o.read = &recordedRead{as: as, header: resp.Header.Clone(), body: body}
-	}
-	u.mu.Unlock()
-	return resp, nil
+	return body, nil
 }

@@ -344,3 +344,80 @@ func TestAnObjectTheCacheMissedIsNotDeleted(t *testing.T) {
 		t.Errorf("a delete of another object did not reach the server")
 	}
 }
+
+// TestUpdatesAnswerTheFirstReadAsLeft: an update's first read of an object
+// it was given as the runtime left it (UpdateTarget.Current) is answered
+// with that, to a user the API server has let read the collection, and
+// later reads with the same answer until a write; a user not seen to read
+// there, an object not given, and a read after a write reach the server.
+func TestUpdatesAnswerTheFirstReadAsLeft(t *testing.T) {
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"from":"server"}`)
+	}))
+	defer srv.Close()
+	updates := &Updates{}
+	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	do := func(method, path, as string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
+		if as != "" {
+			req.Header.Set(impersonateUserHeader, as)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const (
+		webPath   = "/apis/apps/v1/namespaces/shop/deployments/web"
+		apiPath   = "/apis/apps/v1/namespaces/shop/deployments/api"
+		left      = `{"from":"left"}`
+		other     = "system:serviceaccount:shop:other"
+		apiServer = `{"from":"server"}`
+	)
+	api := ObjectKey{GroupKind: web.GroupKind, Namespace: "shop", Name: "api"}
+
+	end := updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
+	if got := do(http.MethodGet, webPath, ""); got != apiServer || gets.Load() != 1 {
+		t.Fatalf("before the user was seen to read deployments: answer %s, %d reads reached the server", got, gets.Load())
+	}
+	end(nil)
+
+	do(http.MethodGet, apiPath, "") // the operator may read deployments in shop
+	gets.Store(0)
+	end = updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}, {Key: api, Path: apiPath}})
+	if first, second := do(http.MethodGet, webPath, ""), do(http.MethodGet, webPath, ""); first != left || second != left || gets.Load() != 0 {
+		t.Errorf("reads of an object as left: answers %s and %s, %d reads reached the server; want it answered twice, none", first, second, gets.Load())
+	}
+	if got := do(http.MethodGet, apiPath, ""); got != apiServer || gets.Load() != 1 {
+		t.Errorf("an object without its state as left was answered %s", got)
+	}
+	do(http.MethodPatch, webPath, "")
+	if got := do(http.MethodGet, webPath, ""); got != apiServer || gets.Load() != 2 {
+		t.Errorf("a read after a write was answered %s", got)
+	}
+	end(nil)
+
+	end = updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
+	if got := do(http.MethodGet, webPath, other); got != apiServer || gets.Load() != 3 {
+		t.Errorf("a user not seen to read deployments was answered %s", got)
+	}
+	end(nil)
+
+	// Two updates of one object in flight: neither's state as left holds.
+	end1 := updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
+	end2 := updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
+	if got := do(http.MethodGet, webPath, ""); got != apiServer || gets.Load() != 4 {
+		t.Errorf("with two updates in flight the read was answered %s", got)
+	}
+	end1(nil)
+	end2(nil)
+}

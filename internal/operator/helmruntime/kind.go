@@ -125,7 +125,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Records:           records,
 		ServiceAccountFor: identity.serviceAccountFor,
 		NamespaceDeleting: identity.namespaceDeleting,
-		Absent:            k.absentFromCache(mgr.GetCache()),
+		Cached:            k.fromCache(mgr.GetCache()),
 	})
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -311,16 +311,24 @@ func describeSelector(sel metav1.LabelSelector) string {
 	return s.String()
 }
 
-// absentFromCache reports whether the cache, which the kind's readiness
-// controller has made watch objects of gvk, holds none named
-// namespace/name (helmconfig.Config.Absent).
-func (k *kindRuntime) absentFromCache(c client.Reader) func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool {
-	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) bool {
+// fromCache returns the cache's copy of the object of gvk named
+// namespace/name (nil when it holds none), and whether the cache watches
+// objects of gvk: those the kind's readiness controller has made it watch
+// (helmconfig.Config.Cached).
+func (k *kindRuntime) fromCache(c client.Reader) func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool) {
 		if !k.ready.Watches(gvk) {
-			return false
+			return nil, false
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u))
+		switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); {
+		case err == nil:
+			return u, true
+		case apierrors.IsNotFound(err):
+			return nil, true
+		default: // not known: as if the kind were not watched
+			return nil, false
+		}
 	}
 }
