@@ -63,6 +63,11 @@ type Config struct {
 	// holds, so that the storage reads them by name rather than listing
 	// the namespace's (helmstorage.NewIndexedMemo).
 	Records helmstorage.RecordIndex
+	// OwnRecords, with Records, are the releases of which this process
+	// stored records: the absence of any other's records, which the cache
+	// shows, is confirmed by the create of its first record, not by a
+	// read (helmstorage.NewIndexedMemo).
+	OwnRecords *helmstorage.OwnRecords
 	// ServiceAccountFor, when set, names the ServiceAccount of obj's
 	// release namespace ns that Helm's Kubernetes client acts as for obj
 	// (impersonation), "" for the operator's own rights: a release may do
@@ -114,7 +119,7 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 			if err != nil {
 				return nil, err
 			}
-			return helmstorage.NewIndexedMemo(ctx, d, c.Records, ns), nil
+			return helmstorage.NewIndexedMemo(ctx, d, c.Records, c.OwnRecords, ns), nil
 		}),
 	)
 	if err != nil {

@@ -123,6 +123,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		REST: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), ReleaseNamespace: k.nsFor,
 		Capabilities: caps, HookTimeout: rt.hookTimeout, Updates: updates,
 		Records:           records,
+		OwnRecords:        records.ownRecords(),
 		ServiceAccountFor: identity.serviceAccountFor,
 		NamespaceDeleting: identity.namespaceDeleting,
 		Cached:            k.fromCache(mgr.GetCache()),

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/acme/platform-operator/internal/operator/cachefilter"
+	"github.com/acme/platform-operator/internal/operator/helmstorage"
 )
 
 // releaseRecordField indexes the cached Secrets that are Helm release
@@ -23,6 +24,8 @@ const releaseRecordField = "platform-operator.acme.com/helm-release"
 // Secret of the namespace (helmstorage.NewIndexedMemo).
 type recordIndex struct {
 	cache client.Reader
+	// own are the releases of which this process stored records.
+	own helmstorage.OwnRecords
 }
 
 // newRecordIndex indexes mgr's cached Secrets by release and returns the
@@ -56,4 +59,13 @@ func (i *recordIndex) Versions(ctx context.Context, namespace, release string) (
 		versions = append(versions, v)
 	}
 	return versions, nil
+}
+
+// ownRecords are the releases of which this process stored records, nil
+// without an index.
+func (i *recordIndex) ownRecords() *helmstorage.OwnRecords {
+	if i == nil {
+		return nil
+	}
+	return &i.own
 }

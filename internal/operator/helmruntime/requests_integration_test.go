@@ -110,7 +110,7 @@ func itemise(requests []string) string {
 // What an install and an upgrade of a Widget may cost at most (see
 // TestRequestsPerAction).
 const (
-	maxRequestsPerInstall = 9
+	maxRequestsPerInstall = 8
 	maxRequestsPerUpgrade = 9
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -25,16 +26,58 @@ const MaxRecordsByName = 3
 
 // NewIndexedMemo returns d under a memo that reads a release's records
 // by the names index holds, in namespace, when it can (see readByName).
-func NewIndexedMemo(ctx context.Context, d driver.Driver, index RecordIndex, namespace string) *Memo {
-	return &Memo{Driver: d, byName: byName{ctx: ctx, index: index, namespace: namespace}}
+// own, when set, are the releases of which this process stored records:
+// the first install of any other is not confirmed by a read.
+func NewIndexedMemo(ctx context.Context, d driver.Driver, index RecordIndex, own *OwnRecords, namespace string) *Memo {
+	return &Memo{Driver: d, byName: byName{ctx: ctx, index: index, own: own, namespace: namespace}}
 }
 
 // byName is where a memo looks up the names of a release's records.
 type byName struct {
 	ctx       context.Context
 	index     RecordIndex
+	own       *OwnRecords
 	namespace string
+	// unconfirmed is the release whose absence was taken from the index
+	// without a read; refused, that release once the API server refused
+	// to store its first record because one exists (see readByName).
+	unconfirmed, refused string
 }
+
+// OwnRecords are the releases, by namespace and name, of which this
+// process stored a record since it started. The zero value is ready to
+// use; it is shared by every memo of the process.
+type OwnRecords struct {
+	mu       sync.Mutex
+	releases map[string]struct{}
+}
+
+func (o *OwnRecords) note(namespace, name string) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	if o.releases == nil {
+		o.releases = map[string]struct{}{}
+	}
+	o.releases[namespace+"/"+name] = struct{}{}
+	o.mu.Unlock()
+}
+
+func (o *OwnRecords) has(namespace, name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.releases[namespace+"/"+name]
+	return ok
+}
+
+// ErrUnseenRecord is the answer to every read of a release's records
+// after the API server refused its first record because one exists,
+// which the runtime's cache had not seen: the action fails before it
+// writes anything, its clean-up (the uninstall of a failed install, which
+// starts by reading the records) deletes nothing, and the next reconcile
+// reads the records anew.
+var ErrUnseenRecord = errors.New("the release has a record the runtime's cache had not seen yet; retrying")
 
 // readByName reads the records of release name one by one, by the names
 // the index holds, and reports whether it could.
@@ -71,6 +114,16 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	next := 1
 	if len(versions) > 0 {
 		next = versions[len(versions)-1] + 1
+	} else if d.byName.own != nil && !d.byName.own.has(d.byName.namespace, name) {
+		// A release this process never stored a record of, and the cache
+		// holds none: it is about to be installed. Its first record's
+		// create confirms the absence: the API server refuses it if a
+		// record was stored meanwhile by anyone else (helm, another
+		// operator), and then nothing is installed or deleted
+		// (ErrUnseenRecord). A release this process did store is read, as
+		// the cache may lag the process's own write.
+		d.byName.unconfirmed = name
+		return records, true
 	}
 	// Last: Helm stores a new revision before it updates the one it
 	// supersedes, so a write that raced the reads above shows here.
@@ -78,6 +131,22 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 		return nil, false // newer than the index knows, or the read failed
 	}
 	return records, true
+}
+
+// noteWrite notes a write of a record of release name that ended in err:
+// one stored counts the release as this process's (OwnRecords), and a
+// first record refused because it exists, after the index's answer that
+// none did, refuses every later read of the release (ErrUnseenRecord).
+func (d *Memo) noteWrite(name string, err error) {
+	if err == nil {
+		d.byName.own.note(d.byName.namespace, name)
+		return
+	}
+	d.mu.Lock()
+	if errors.Is(err, driver.ErrReleaseExists) && name == d.byName.unconfirmed {
+		d.byName.refused = name
+	}
+	d.mu.Unlock()
 }
 
 // recordKey is the name of the record of revision version of release

@@ -47,7 +47,7 @@ func TestRecordsReadByName(t *testing.T) {
 			}
 			g.Expect(below.Driver.Create(recordKey("web", v), rev(v, st))).To(Succeed())
 		}
-		return g, below, storage.Init(NewIndexedMemo(context.Background(), below, index, "ns"))
+		return g, below, storage.Init(NewIndexedMemo(context.Background(), below, index, nil, "ns"))
 	}
 
 	t.Run("an index that agrees: one GET per record and one for the next revision, no list", func(t *testing.T) {
@@ -114,5 +114,62 @@ func TestRecordsReadByName(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(last.Version).To(Equal(1))
 		g.Expect(below.queries).To(Equal(1))
+	})
+}
+
+// TestFirstInstallTakesTheIndexsWord: the absence of the records of a
+// release this process never stored is taken from the index without a
+// read; if a record was stored meanwhile, the API server refuses the first
+// record's create, and every later read of the release (the failed
+// install's clean-up starts with one) is refused too, so that nothing of
+// that release is deleted. A release this process stored is read.
+func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
+	rev := func(v int) *release.Release {
+		return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: release.StatusPendingInstall}}
+	}
+	setup := func(stored int, own *OwnRecords) (*countingGets, *storage.Storage) {
+		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
+		for v := 1; v <= stored; v++ {
+			if err := below.Driver.Create(recordKey("web", v), rev(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return below, storage.Init(NewIndexedMemo(context.Background(), below, &staticIndex{}, own, "ns"))
+	}
+
+	t.Run("no record anywhere: no read, and the install stores its record", func(t *testing.T) {
+		g := NewWithT(t)
+		own := &OwnRecords{}
+		below, records := setup(0, own)
+		_, err := records.History("web")
+		g.Expect(err).To(MatchError(driver.ErrReleaseNotFound))
+		g.Expect(below.gets).To(BeZero())
+		g.Expect(records.Create(rev(1))).To(Succeed())
+		g.Expect(own.has("ns", "web")).To(BeTrue())
+	})
+
+	t.Run("a record the index had not seen: the create and every later read refused", func(t *testing.T) {
+		g := NewWithT(t)
+		below, records := setup(1, &OwnRecords{})
+		_, err := records.History("web")
+		g.Expect(err).To(MatchError(driver.ErrReleaseNotFound))
+		g.Expect(records.Create(rev(1))).To(MatchError(driver.ErrReleaseExists))
+		_, err = records.History("web")
+		g.Expect(err).To(MatchError(ErrUnseenRecord))
+		_, err = records.Deployed("web")
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(below.gets).To(BeZero())
+		g.Expect(below.Driver.Get(recordKey("web", 1))).NotTo(BeNil(), "the record is still there")
+	})
+
+	t.Run("a release this process stored: its absence is read", func(t *testing.T) {
+		g := NewWithT(t)
+		own := &OwnRecords{}
+		own.note("ns", "web")
+		below, records := setup(1, own)
+		h, err := records.History("web")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(h).To(HaveLen(1), "the record the index lags is found")
+		g.Expect(below.gets).To(Equal(1))
 	})
 }

@@ -8,6 +8,7 @@ package helmstorage
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -73,6 +74,9 @@ func (d *Memo) Query(labels map[string]string) ([]*release.Release, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if name == d.byName.refused {
+		return nil, fmt.Errorf("release %s: %w", name, ErrUnseenRecord)
+	}
 	if d.name != name {
 		all, ok := d.readByName(name)
 		if !ok {
@@ -99,13 +103,17 @@ func (d *Memo) Query(labels map[string]string) ([]*release.Release, error) {
 // Create stores a record and forgets what was read.
 func (d *Memo) Create(key string, rls *release.Release) error {
 	defer d.drop()
-	return d.Driver.Create(key, rls)
+	err := d.Driver.Create(key, rls)
+	d.noteWrite(rls.Name, err)
+	return err
 }
 
 // Update stores a record and forgets what was read.
 func (d *Memo) Update(key string, rls *release.Release) error {
 	defer d.drop()
-	return d.Driver.Update(key, rls)
+	err := d.Driver.Update(key, rls)
+	d.noteWrite(rls.Name, err)
+	return err
 }
 
 // Delete removes a record and forgets what was read.
