@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
@@ -103,9 +104,17 @@ func TestNamespaceNamesTheReleaseServiceAccount(t *testing.T) {
 	g.Expect(k8s.Get(ctx, types.NamespacedName{Name: ns}, namespace)).To(Succeed())
 	delete(namespace.Annotations, ReleaseServiceAccountAnnotation)
 	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(box), box)).To(Succeed())
-	g.Expect(unstructured.SetNestedField(box.Object, "retry", "spec", "data")).To(Succeed())
-	g.Expect(k8s.Update(ctx, box)).To(Succeed())
+	// The runtime keeps retrying the failed install meanwhile, and each
+	// retry writes the status: edit the latest version.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(box), box); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(box.Object, "retry", "spec", "data"); err != nil {
+			return err
+		}
+		return k8s.Update(ctx, box)
+	})).To(Succeed())
 	expectDeployed(t, k8s, box)
 }
 
