@@ -130,7 +130,7 @@ func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
 	setup := func(stored int, own *OwnRecords) (*countingGets, *storage.Storage) {
 		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
 		for v := 1; v <= stored; v++ {
-			if err := below.Driver.Create(recordKey("web", v), rev(v)); err != nil {
+			if err := below.Create(recordKey("web", v), rev(v)); err != nil {
 				t.Fatal(err)
 			}
 		}
