@@ -33,14 +33,16 @@
 // manifest's value (the patch that wrote it set every field that differed),
 // and what else it holds (the server's defaults, others' fields) Helm's
 // patch leaves alone either way. The update's first read of it is then
-// answered, to a user who may read it (below), with the original manifest
-// object under the cached metadata (UpdateTarget.Current): Helm's patch
-// from it changes exactly the fields the new manifest changes, and an
+// answered, to the operator itself once it has read that collection
+// (below), with the original manifest object under the cached metadata
+// (UpdateTarget.Current): Helm's patch from it changes exactly the fields the new manifest changes, and an
 // object the new manifest does not change is not patched. A cache that
 // lags a write by someone else is a read a moment older, which Helm's
 // patch (no resourceVersion) allows anyway; any other object, one edited
 // since, one the runtime has not written since it started, is read from
-// the API server.
+// the API server, and so is every object read as a release's
+// ServiceAccount, whose rights may have been taken away since its last
+// read: the API server says so, and the upgrade is refused, as Helm's is.
 //
 // Their existence checks. Before an install creates a release's objects,
 // and before an upgrade creates the ones its new revision adds, Helm reads
@@ -567,9 +569,9 @@ func (t *updateReads) roundTrip(req *http.Request) (*http.Response, error) {
 
 // read sends, or answers, a plain read of one object by a user in scope
 // (RoundTrip): an object being updated is answered with the update's
-// earlier read of it, or with its state as the runtime left it
-// (UpdateTarget.Current) when the API server has let the user read that
-// collection.
+// earlier read of it, or, to the operator itself (no impersonation) once
+// the API server has let it read that collection, with its state as the
+// runtime left it (UpdateTarget.Current).
 func (t *updateReads) read(req *http.Request, scope string) (*http.Response, error) {
 	u := t.u
 	u.mu.Lock()
@@ -584,7 +586,7 @@ func (t *updateReads) read(req *http.Request, scope string) (*http.Response, err
 		readsAnswered.Inc()
 		return r.response(req), nil
 	}
-	if o.current != nil && u.mayRead[scope] {
+	if o.current != nil && as == "" && u.mayRead[scope] {
 		r := &recordedRead{as: as, header: http.Header{"Content-Type": []string{"application/json"}}, body: o.current}
 		o.read, o.current = r, nil
 		u.mu.Unlock()

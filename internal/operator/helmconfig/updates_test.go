@@ -347,9 +347,10 @@ func TestAnObjectTheCacheMissedIsNotDeleted(t *testing.T) {
 
 // TestUpdatesAnswerTheFirstReadAsLeft: an update's first read of an object
 // it was given as the runtime left it (UpdateTarget.Current) is answered
-// with that, to a user the API server has let read the collection, and
-// later reads with the same answer until a write; a user not seen to read
-// there, an object not given, and a read after a write reach the server.
+// with that, to the operator once the API server has let it read the
+// collection, and later reads with the same answer until a write; a user
+// not seen to read there, a release's ServiceAccount, an object not
+// given, and a read after a write reach the server.
 func TestUpdatesAnswerTheFirstReadAsLeft(t *testing.T) {
 	var gets atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -411,6 +412,15 @@ func TestUpdatesAnswerTheFirstReadAsLeft(t *testing.T) {
 		t.Errorf("a user not seen to read deployments was answered %s", got)
 	}
 	end(nil)
+
+	// A release's ServiceAccount, even one seen to read deployments, is
+	// read for from the API server: its rights may have been taken away.
+	end = updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
+	if got := do(http.MethodGet, webPath, other); got != apiServer || gets.Load() != 4 {
+		t.Errorf("a release's ServiceAccount was answered %s", got)
+	}
+	end(nil)
+	gets.Store(3)
 
 	// Two updates of one object in flight: neither's state as left holds.
 	end1 := updates.Begin([]UpdateTarget{{Key: web, Path: webPath, Current: []byte(left)}})
