@@ -19,6 +19,41 @@ import (
 
 var web = ObjectKey{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "shop", Name: "web"}
 
+// through is a client whose requests pass updates' transport to srv.
+type through struct {
+	t   *testing.T
+	srv *httptest.Server
+	c   *http.Client
+}
+
+func newThrough(t *testing.T, updates *Updates, srv *httptest.Server) through {
+	return through{t: t, srv: srv, c: &http.Client{Transport: updates.Transport(http.DefaultTransport)}}
+}
+
+// send sends a request with an empty body, as the user as ("" for none),
+// and returns the answer's status code and body.
+func (th through) send(method, path, as string) (int, string) {
+	th.t.Helper()
+	req, _ := http.NewRequest(method, th.srv.URL+path, strings.NewReader(""))
+	if as != "" {
+		req.Header.Set(impersonateUserHeader, as)
+	}
+	resp, err := th.c.Do(req)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// body sends a request as send does and returns the answer's body.
+func (th through) body(method, path, as string) string {
+	th.t.Helper()
+	_, b := th.send(method, path, as)
+	return b
+}
+
 // check returns whether Check delivered the event by the time it returned.
 func check(r *Updates, k ObjectKey, version string) (delivered *bool) {
 	d := false
@@ -121,18 +156,8 @@ func TestUpdatesReadEachObjectOncePerUpdate(t *testing.T) {
 	}))
 	defer srv.Close()
 	updates := &Updates{}
-	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
-	do := func(method, path string) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	th := newThrough(t, updates, srv)
+	do := func(method, path string) string { t.Helper(); return th.body(method, path, "") }
 	const webPath = "/apis/apps/v1/namespaces/shop/deployments/webPath"
 
 	do(http.MethodGet, webPath)
@@ -175,20 +200,9 @@ func TestUpdatesAnswerTheSameUserOnly(t *testing.T) {
 	}))
 	defer srv.Close()
 	updates := &Updates{}
-	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
+	th := newThrough(t, updates, srv)
 	const webPath = "/apis/apps/v1/namespaces/shop/deployments/webPath"
-	get := func(as string) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+webPath, nil)
-		if as != "" {
-			req.Header.Set(impersonateUserHeader, as)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
+	get := func(as string) { t.Helper(); th.send(http.MethodGet, webPath, as) }
 	end := updates.Begin([]UpdateTarget{{Key: web, Path: webPath}})
 	defer end(nil)
 	get("system:serviceaccount:shop:deployer")
@@ -219,66 +233,50 @@ func TestAbsentObjectsAreReadAsNotFoundOnce(t *testing.T) {
 	defer srv.Close()
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	updates := &Updates{now: func() time.Time { return now }}
-	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
-	do := func(method, path string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	th := newThrough(t, updates, srv)
+	do := func(method, path string) { t.Helper(); th.send(method, path, "") }
 	const webPath = "/apis/apps/v1/namespaces/shop/deployments/web"
 	const dbPath = "/apis/apps/v1/namespaces/shop/statefulsets/db"
 
 	// Nothing is answered to a user before the API server answered one of
 	// its reads of the same resource in the same namespace.
 	updates.NoteAbsent([]string{webPath})
-	do(http.MethodGet, webPath).Body.Close()
+	do(http.MethodGet, webPath)
 	if gets.Load() != 1 {
 		t.Fatalf("a read was answered before the user was seen to read deployments")
 	}
-	do(http.MethodGet, "/apis/apps/v1/namespaces/shop/statefulsets/other").Body.Close()
+	do(http.MethodGet, "/apis/apps/v1/namespaces/shop/statefulsets/other")
 	gets.Store(0)
 
 	updates.NoteAbsent([]string{webPath, dbPath})
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+webPath, nil)
-	req.Header.Set(impersonateUserHeader, "system:serviceaccount:shop:deployer")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	th.send(http.MethodGet, webPath, "system:serviceaccount:shop:deployer")
 	if gets.Load() != 1 {
 		t.Fatalf("a read as another user was answered from the note")
 	}
 	gets.Store(0)
 	updates.NoteAbsent([]string{webPath})
-	resp = do(http.MethodGet, webPath)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || gets.Load() != 0 {
-		t.Fatalf("first read: status %d, %d reads reached the server; want 404 and none", resp.StatusCode, gets.Load())
+	code, b := th.send(http.MethodGet, webPath, "")
+	if code != http.StatusNotFound || gets.Load() != 0 {
+		t.Fatalf("first read: status %d, %d reads reached the server; want 404 and none", code, gets.Load())
 	}
-	err = apierrors.FromObject(decodeStatus(t, b))
+	err := apierrors.FromObject(decodeStatus(t, []byte(b)))
 	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `deployments "web" not found`) {
 		t.Errorf("the answer reads as %v, want the API server's not found", err)
 	}
-	do(http.MethodGet, webPath).Body.Close()
+	do(http.MethodGet, webPath)
 	if gets.Load() != 1 {
 		t.Errorf("a second read was answered from the note")
 	}
 
-	do(http.MethodPost, dbPath).Body.Close()
-	do(http.MethodGet, dbPath).Body.Close()
+	do(http.MethodPost, dbPath)
+	do(http.MethodGet, dbPath)
 	if gets.Load() != 2 {
 		t.Errorf("a read after a write was answered from the note")
 	}
 
 	updates.NoteAbsent([]string{webPath})
 	now = now.Add(absentTTL + time.Second)
-	do(http.MethodGet, webPath).Body.Close()
+	do(http.MethodGet, webPath)
 	if gets.Load() != 3 {
 		t.Errorf("a read after absentTTL was answered from the note")
 	}
@@ -315,17 +313,8 @@ func TestAnObjectTheCacheMissedIsNotDeleted(t *testing.T) {
 	}))
 	defer srv.Close()
 	updates := &Updates{}
-	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
-	do := func(method, path string) int {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	th := newThrough(t, updates, srv)
+	do := func(method, path string) int { t.Helper(); code, _ := th.send(method, path, ""); return code }
 	const collection = "/api/v1/namespaces/shop/configmaps"
 	do(http.MethodGet, collection+"/seen") // the operator may read ConfigMaps there
 
@@ -362,21 +351,7 @@ func TestUpdatesAnswerTheFirstReadAsLeft(t *testing.T) {
 	}))
 	defer srv.Close()
 	updates := &Updates{}
-	client := &http.Client{Transport: updates.Transport(http.DefaultTransport)}
-	do := func(method, path, as string) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(""))
-		if as != "" {
-			req.Header.Set(impersonateUserHeader, as)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	do := newThrough(t, updates, srv).body
 	const (
 		webPath   = "/apis/apps/v1/namespaces/shop/deployments/web"
 		apiPath   = "/apis/apps/v1/namespaces/shop/deployments/api"
