@@ -111,7 +111,7 @@ func itemise(requests []string) string {
 // TestRequestsPerAction).
 const (
 	maxRequestsPerInstall = 8
-	maxRequestsPerUpgrade = 9
+	maxRequestsPerUpgrade = 8
 )
 
 // TestRequestsPerAction counts the requests the runtime sends to the API

@@ -45,30 +45,55 @@ type byName struct {
 }
 
 // OwnRecords are the releases, by namespace and name, of which this
-// process stored a record since it started. The zero value is ready to
-// use; it is shared by every memo of the process.
+// process stored a record since it started, each with the latest revision
+// it stored. The zero value is ready to use; it is shared by every memo of
+// the process.
 type OwnRecords struct {
-	mu       sync.Mutex
-	releases map[string]struct{}
+	mu sync.Mutex
+	// releases holds the latest revision this process stored of each;
+	// 0 once that revision was deleted (an uninstall, a record pruned).
+	releases map[string]int
 }
 
-func (o *OwnRecords) note(namespace, name string) {
+func (o *OwnRecords) note(namespace, name string, version int) {
 	if o == nil {
 		return
 	}
 	o.mu.Lock()
 	if o.releases == nil {
-		o.releases = map[string]struct{}{}
+		o.releases = map[string]int{}
 	}
-	o.releases[namespace+"/"+name] = struct{}{}
+	o.releases[namespace+"/"+name] = max(o.releases[namespace+"/"+name], version)
+	o.mu.Unlock()
+}
+
+// deleted notes that revision version of a release was deleted.
+func (o *OwnRecords) deleted(namespace, name string, version int) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	if latest, ok := o.releases[namespace+"/"+name]; ok && version >= latest {
+		o.releases[namespace+"/"+name] = 0
+	}
 	o.mu.Unlock()
 }
 
 func (o *OwnRecords) has(namespace, name string) bool {
+	_, ok := o.latest(namespace, name)
+	return ok
+}
+
+// latest returns the latest revision of a release this process stored,
+// 0 when it was deleted since, and whether it stored any.
+func (o *OwnRecords) latest(namespace, name string) (int, bool) {
+	if o == nil {
+		return 0, false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, ok := o.releases[namespace+"/"+name]
-	return ok
+	v, ok := o.releases[namespace+"/"+name]
+	return v, ok
 }
 
 // ErrUnseenRecord is the answer to every read of a release's records
@@ -87,13 +112,23 @@ var ErrUnseenRecord = errors.New("the release has a record the runtime's cache h
 // read by name costs the same at any count. The index is a cache, which
 // can lag: what it returns is trusted only when the API server confirms
 // it. Every revision it names must exist (one may have been deleted
-// since), and, read after them, the revision after the index's latest
-// must not (a newer one than the index knows means it lags). Helm writes revisions one
-// after the other and the cache sees the writes in order, so a cache that
-// saw revision n saw every one before it. Any doubt (the index fails,
-// holds more than MaxRecordsByName records, or the API server disagrees)
-// and the memo lists the records instead. Every record returned is what
-// the API server returned, never the cache's copy.
+// since), and the revision after the index's latest must not (a newer one
+// than the index knows means it lags). Helm writes revisions one after the
+// other and the cache sees the writes in order, so a cache that saw
+// revision n saw every one before it. Any doubt (the index fails, holds
+// more than MaxRecordsByName records, or the API server disagrees) and the
+// memo lists the records instead. Every record returned is what the API
+// server returned, never the cache's copy.
+//
+// The next revision is not read when the index's latest is the latest
+// this process stored (OwnRecords), nor, for a release this process never
+// stored, when the index holds none (a first install): the cache has seen
+// this process's own last write, and a record stored since by anyone else
+// (helm, another operator) makes the API server refuse the action's own
+// next record, before the action changes any object. Then every later
+// read of the release through this memo is refused (ErrUnseenRecord), so
+// that a clean-up or a rollback of the failed action deletes and writes
+// nothing, and the next reconcile reads anew.
 func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	if d.byName.index == nil {
 		return nil, false
@@ -111,35 +146,31 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 		}
 		records = append(records, r)
 	}
-	next := 1
+	indexed := 0
 	if len(versions) > 0 {
-		next = versions[len(versions)-1] + 1
-	} else if d.byName.own != nil && !d.byName.own.has(d.byName.namespace, name) {
-		// A release this process never stored a record of, and the cache
-		// holds none: it is about to be installed. Its first record's
-		// create confirms the absence: the API server refuses it if a
-		// record was stored meanwhile by anyone else (helm, another
-		// operator), and then nothing is installed or deleted
-		// (ErrUnseenRecord). A release this process did store is read, as
-		// the cache may lag the process's own write.
+		indexed = versions[len(versions)-1]
+	}
+	stored, own := d.byName.own.latest(d.byName.namespace, name)
+	if (own && stored > 0 && stored == indexed) || (d.byName.own != nil && !own && indexed == 0) {
 		d.byName.unconfirmed = name
 		return records, true
 	}
 	// Last: Helm stores a new revision before it updates the one it
 	// supersedes, so a write that raced the reads above shows here.
-	if _, err := d.Get(recordKey(name, next)); !errors.Is(err, driver.ErrReleaseNotFound) {
+	if _, err := d.Get(recordKey(name, indexed+1)); !errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, false // newer than the index knows, or the read failed
 	}
 	return records, true
 }
 
-// noteWrite notes a write of a record of release name that ended in err:
-// one stored counts the release as this process's (OwnRecords), and a
-// first record refused because it exists, after the index's answer that
-// none did, refuses every later read of the release (ErrUnseenRecord).
-func (d *Memo) noteWrite(name string, err error) {
+// noteWrite notes a write of revision version of release name that ended
+// in err: one stored is noted as this process's (OwnRecords), and a new
+// record refused because it exists, after the memo took the index's word
+// for the release (readByName), refuses every later read of the release
+// (ErrUnseenRecord).
+func (d *Memo) noteWrite(name string, version int, err error) {
 	if err == nil {
-		d.byName.own.note(d.byName.namespace, name)
+		d.byName.own.note(d.byName.namespace, name, version)
 		return
 	}
 	d.mu.Lock()

@@ -165,11 +165,83 @@ func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
 	t.Run("a release this process stored: its absence is read", func(t *testing.T) {
 		g := NewWithT(t)
 		own := &OwnRecords{}
-		own.note("ns", "web")
+		own.note("ns", "web", 1)
 		below, records := setup(1, own)
 		h, err := records.History("web")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(h).To(HaveLen(1), "the record the index lags is found")
 		g.Expect(below.gets).To(Equal(1))
+	})
+}
+
+// TestOwnLastRecordTakesTheIndexsWord: when the index's latest revision of
+// a release is the latest this process stored, the next revision is not
+// read; a record stored since by anyone else makes the API server refuse
+// the action's next record, and every later read of the release is
+// refused. Any other latest revision, or a latest deleted since, and the
+// next revision is read.
+func TestOwnLastRecordTakesTheIndexsWord(t *testing.T) {
+	rev := func(v int, st release.Status) *release.Release {
+		return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: st}}
+	}
+	setup := func(t *testing.T, stored, ownLatest int, index []int) (*WithT, *countingGets, *OwnRecords, *storage.Storage) {
+		g := NewWithT(t)
+		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
+		for v := 1; v <= stored; v++ {
+			st := release.StatusSuperseded
+			if v == stored {
+				st = release.StatusDeployed
+			}
+			g.Expect(below.Driver.Create(recordKey("web", v), rev(v, st))).To(Succeed())
+		}
+		own := &OwnRecords{}
+		if ownLatest > 0 {
+			own.note("ns", "web", ownLatest)
+		}
+		return g, below, own, storage.Init(NewIndexedMemo(context.Background(), below, &staticIndex{versions: index}, own, "ns"))
+	}
+
+	t.Run("the index holds this process's last record: one GET per record, none for the next", func(t *testing.T) {
+		g, below, own, records := setup(t, 2, 2, []int{1, 2})
+		deployed, err := records.Deployed("web")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(deployed.Version).To(Equal(2))
+		g.Expect(below.gets).To(Equal(2))
+		g.Expect(below.queries).To(BeZero())
+		g.Expect(records.Create(rev(3, release.StatusPendingUpgrade))).To(Succeed())
+		latest, _ := own.latest("ns", "web")
+		g.Expect(latest).To(Equal(3))
+	})
+
+	t.Run("a record stored since that the index lags: the next create and every later read refused", func(t *testing.T) {
+		g, below, _, records := setup(t, 3, 2, []int{1, 2})
+		last, err := records.Last("web")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last.Version).To(Equal(2))
+		g.Expect(records.Create(rev(3, release.StatusPendingUpgrade))).To(MatchError(driver.ErrReleaseExists))
+		_, err = records.History("web")
+		g.Expect(err).To(MatchError(ErrUnseenRecord))
+		r, err := below.Driver.Get(recordKey("web", 3))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Info.Status).To(Equal(release.StatusDeployed), "the other writer's record is left as it was")
+	})
+
+	t.Run("the index's latest is not this process's: the next revision is read", func(t *testing.T) {
+		g, below, _, records := setup(t, 2, 1, []int{1, 2})
+		_, err := records.Deployed("web")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(below.gets).To(Equal(3))
+	})
+
+	t.Run("this process's last record deleted since: the next revision is read", func(t *testing.T) {
+		g, below, own, records := setup(t, 2, 2, []int{1})
+		_, err := records.Delete("web", 2)
+		g.Expect(err).NotTo(HaveOccurred())
+		latest, ok := own.latest("ns", "web")
+		g.Expect(ok).To(BeTrue())
+		g.Expect(latest).To(BeZero())
+		_, err = records.Deployed("web")
+		g.Expect(err).To(HaveOccurred(), "revision 1 is superseded, none is deployed")
+		g.Expect(below.gets).To(Equal(2), "revision 1, then the next one")
 	})
 }

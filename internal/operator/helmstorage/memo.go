@@ -104,7 +104,7 @@ func (d *Memo) Query(labels map[string]string) ([]*release.Release, error) {
 func (d *Memo) Create(key string, rls *release.Release) error {
 	defer d.drop()
 	err := d.Driver.Create(key, rls)
-	d.noteWrite(rls.Name, err)
+	d.noteWrite(rls.Name, rls.Version, err)
 	return err
 }
 
@@ -112,14 +112,18 @@ func (d *Memo) Create(key string, rls *release.Release) error {
 func (d *Memo) Update(key string, rls *release.Release) error {
 	defer d.drop()
 	err := d.Driver.Update(key, rls)
-	d.noteWrite(rls.Name, err)
+	d.noteWrite(rls.Name, rls.Version, err)
 	return err
 }
 
 // Delete removes a record and forgets what was read.
 func (d *Memo) Delete(key string) (*release.Release, error) {
 	defer d.drop()
-	return d.Driver.Delete(key)
+	rls, err := d.Driver.Delete(key)
+	if err == nil && rls != nil {
+		d.byName.own.deleted(d.byName.namespace, rls.Name, rls.Version)
+	}
+	return rls, err
 }
 
 // drop forgets the held list and tells the OnWrite functions.
