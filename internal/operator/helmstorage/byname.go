@@ -79,11 +79,6 @@ func (o *OwnRecords) deleted(namespace, name string, version int) {
 	o.mu.Unlock()
 }
 
-func (o *OwnRecords) has(namespace, name string) bool {
-	_, ok := o.latest(namespace, name)
-	return ok
-}
-
 // latest returns the latest revision of a release this process stored,
 // 0 when it was deleted since, and whether it stored any.
 func (o *OwnRecords) latest(namespace, name string) (int, bool) {
@@ -150,8 +145,7 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	if len(versions) > 0 {
 		indexed = versions[len(versions)-1]
 	}
-	stored, own := d.byName.own.latest(d.byName.namespace, name)
-	if (own && stored > 0 && stored == indexed) || (d.byName.own != nil && !own && indexed == 0) {
+	if d.indexHasOurLastWrite(name, indexed) {
 		d.byName.unconfirmed = name
 		return records, true
 	}
@@ -161,6 +155,24 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 		return nil, false // newer than the index knows, or the read failed
 	}
 	return records, true
+}
+
+// indexHasOurLastWrite reports whether the index, whose latest revision
+// of release name is indexed, has seen the last record of it that this
+// process wrote, so that the next revision need not be read.
+func (d *Memo) indexHasOurLastWrite(name string, indexed int) bool {
+	if d.byName.own == nil {
+		return false // no record of this process's writes is kept
+	}
+	stored, own := d.byName.own.latest(d.byName.namespace, name)
+	if !own {
+		// Never stored by this process: the index's word that there is
+		// no record is taken (a first install); any record is read.
+		return indexed == 0
+	}
+	// Stored by this process: its latest revision is the index's latest,
+	// unless that revision was deleted since (stored == 0).
+	return stored > 0 && stored == indexed
 }
 
 // noteWrite notes a write of revision version of release name that ended

@@ -33,20 +33,29 @@ func (i *staticIndex) Versions(context.Context, string, string) ([]int, error) {
 	return i.versions, i.err
 }
 
-func TestRecordsReadByName(t *testing.T) {
-	rev := func(v int, st release.Status) *release.Release {
-		return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: st}}
+// rev is revision v of release ns/web, in status st.
+func rev(v int, st release.Status) *release.Release {
+	return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: st}}
+}
+
+// storedRevisions is a driver holding revisions 1 to n of release ns/web,
+// the last one deployed, the others superseded.
+func storedRevisions(g *WithT, n int) *countingGets {
+	below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
+	for v := 1; v <= n; v++ {
+		st := release.StatusSuperseded
+		if v == n {
+			st = release.StatusDeployed
+		}
+		g.Expect(below.Driver.Create(recordKey("web", v), rev(v, st))).To(Succeed())
 	}
+	return below
+}
+
+func TestRecordsReadByName(t *testing.T) {
 	setup := func(t *testing.T, stored int, index *staticIndex) (*WithT, *countingGets, *storage.Storage) {
 		g := NewWithT(t)
-		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
-		for v := 1; v <= stored; v++ {
-			st := release.StatusSuperseded
-			if v == stored {
-				st = release.StatusDeployed
-			}
-			g.Expect(below.Driver.Create(recordKey("web", v), rev(v, st))).To(Succeed())
-		}
+		below := storedRevisions(g, stored)
 		return g, below, storage.Init(NewIndexedMemo(context.Background(), below, index, nil, "ns"))
 	}
 
@@ -124,13 +133,11 @@ func TestRecordsReadByName(t *testing.T) {
 // install's clean-up starts with one) is refused too, so that nothing of
 // that release is deleted. A release this process stored is read.
 func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
-	rev := func(v int) *release.Release {
-		return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: release.StatusPendingInstall}}
-	}
+	pending := func(v int) *release.Release { return rev(v, release.StatusPendingInstall) }
 	setup := func(stored int, own *OwnRecords) (*countingGets, *storage.Storage) {
 		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
 		for v := 1; v <= stored; v++ {
-			if err := below.Create(recordKey("web", v), rev(v)); err != nil {
+			if err := below.Create(recordKey("web", v), pending(v)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -144,8 +151,9 @@ func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
 		_, err := records.History("web")
 		g.Expect(err).To(MatchError(driver.ErrReleaseNotFound))
 		g.Expect(below.gets).To(BeZero())
-		g.Expect(records.Create(rev(1))).To(Succeed())
-		g.Expect(own.has("ns", "web")).To(BeTrue())
+		g.Expect(records.Create(pending(1))).To(Succeed())
+		latest, _ := own.latest("ns", "web")
+		g.Expect(latest).To(Equal(1))
 	})
 
 	t.Run("a record the index had not seen: the create and every later read refused", func(t *testing.T) {
@@ -153,7 +161,7 @@ func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
 		below, records := setup(1, &OwnRecords{})
 		_, err := records.History("web")
 		g.Expect(err).To(MatchError(driver.ErrReleaseNotFound))
-		g.Expect(records.Create(rev(1))).To(MatchError(driver.ErrReleaseExists))
+		g.Expect(records.Create(pending(1))).To(MatchError(driver.ErrReleaseExists))
 		_, err = records.History("web")
 		g.Expect(err).To(MatchError(ErrUnseenRecord))
 		_, err = records.Deployed("web")
@@ -181,19 +189,9 @@ func TestFirstInstallTakesTheIndexsWord(t *testing.T) {
 // refused. Any other latest revision, or a latest deleted since, and the
 // next revision is read.
 func TestOwnLastRecordTakesTheIndexsWord(t *testing.T) {
-	rev := func(v int, st release.Status) *release.Release {
-		return &release.Release{Name: "web", Namespace: "ns", Version: v, Info: &release.Info{Status: st}}
-	}
 	setup := func(t *testing.T, stored, ownLatest int, index []int) (*WithT, *countingGets, *OwnRecords, *storage.Storage) {
 		g := NewWithT(t)
-		below := &countingGets{countingDriver: countingDriver{Driver: driver.NewMemory()}}
-		for v := 1; v <= stored; v++ {
-			st := release.StatusSuperseded
-			if v == stored {
-				st = release.StatusDeployed
-			}
-			g.Expect(below.Driver.Create(recordKey("web", v), rev(v, st))).To(Succeed())
-		}
+		below := storedRevisions(g, stored)
 		own := &OwnRecords{}
 		if ownLatest > 0 {
 			own.note("ns", "web", ownLatest)
