@@ -47,18 +47,41 @@ func NewCapabilities(maxAge time.Duration) *Capabilities {
 func (c *Capabilities) Get(dc discovery.CachedDiscoveryInterface) (*chartutil.Capabilities, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.caps == nil || c.now().Sub(c.fetched) >= c.maxAge {
-		caps, err := fetchCapabilities(dc)
-		if err != nil {
-			return nil, err
-		}
-		c.caps, c.fetched = caps, c.now()
+	if err := c.refresh(dc); err != nil {
+		return nil, err
 	}
 	return &chartutil.Capabilities{
 		KubeVersion: c.caps.KubeVersion,
 		APIVersions: slices.Clone(c.caps.APIVersions),
 		HelmVersion: c.caps.HelmVersion,
 	}, nil
+}
+
+// Reachable answers Helm's check that the API server is reachable, which
+// every action makes before its first request (Get, Install, Upgrade and
+// their dry-runs, Rollback, Uninstall: one GET /version each, two or three
+// per reconcile). A view fetched in the last maxAge is an answer from the
+// API server that recent; an older one is fetched again through dc, and
+// its error is the check's. A server lost since fails the action's first
+// request instead, with the request's error.
+func (c *Capabilities) Reachable(dc discovery.CachedDiscoveryInterface) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refresh(dc)
+}
+
+// refresh fetches the capabilities through dc unless they were fetched in
+// the last maxAge. c.mu is held.
+func (c *Capabilities) refresh(dc discovery.CachedDiscoveryInterface) error {
+	if c.caps != nil && c.now().Sub(c.fetched) < c.maxAge {
+		return nil
+	}
+	caps, err := fetchCapabilities(dc)
+	if err != nil {
+		return err
+	}
+	c.caps, c.fetched = caps, c.now()
+	return nil
 }
 
 // Invalidate makes the next get fetch the capabilities again.

@@ -1,12 +1,15 @@
 package helmconfig
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery/cached/memory"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
 )
@@ -50,4 +53,32 @@ func TestCapabilitiesCache(t *testing.T) {
 	_, err = c.Get(dc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fetches()).To(Equal(3))
+}
+
+// TestReachableFromCapabilities: Helm's check that the API server is
+// reachable, made before every action, is answered by a view of the
+// capabilities fetched in the last max age, and fetches one otherwise.
+func TestReachableFromCapabilities(t *testing.T) {
+	g := NewWithT(t)
+	fake, fetches := helmtest.Server()
+	dc := memory.NewMemCacheClient(fake)
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	c := NewCapabilities(30 * time.Second)
+	c.now = func() time.Time { return now }
+
+	g.Expect(c.Reachable(dc)).To(Succeed())
+	g.Expect(fetches()).To(Equal(1), "no view yet: fetched")
+	_, err := c.Get(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	now = now.Add(29 * time.Second)
+	g.Expect(c.Reachable(dc)).To(Succeed())
+	g.Expect(fetches()).To(Equal(1), "the action's view and its check share one fetch")
+
+	t.Log("an old view is fetched again, and a server that does not answer fails the check")
+	now = now.Add(time.Second)
+	fake.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	g.Expect(c.Reachable(dc)).To(MatchError(ContainSubstring("get the Kubernetes server version")))
+	g.Expect(c.Reachable(dc)).To(HaveOccurred(), "a failed fetch leaves no view to answer from")
 }

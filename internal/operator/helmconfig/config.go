@@ -224,7 +224,8 @@ var _ helmclient.ActionConfigGetter = (*builder)(nil)
 
 // ActionConfigFor returns the action configuration of obj for one action
 // client: the shared capabilities, and a Kubernetes client whose waits end
-// with ctx (the reconcile's).
+// with ctx (the reconcile's) and whose reachability check is answered by
+// the shared capabilities (Capabilities.Reachable).
 func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
 	cfg, err := b.inner.ActionConfigFor(ctx, obj)
 	if err != nil {
@@ -247,7 +248,8 @@ func (b *builder) ActionConfigFor(ctx context.Context, obj client.Object) (*acti
 			return b.c.Cached(ctx, info.Mapping.GroupVersionKind, info.Namespace, info.Name)
 		}
 	}
-	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting, cached)
+	reachable := func() error { return b.c.Capabilities.Reachable(dc) }
+	cfg.KubeClient = updating(interruptible(ctx, cfg.KubeClient, b.c.HookTimeout), b.c.Updates, deleting, cached, reachable)
 	return cfg, nil
 }
 

@@ -31,15 +31,27 @@ type updatingKubeClient struct {
 	// (metadata and content digest; nil when it holds none), and whether
 	// the cache watches its kind at all (nil: it is never asked).
 	cached func(info *resource.Info) (*unstructured.Unstructured, bool)
+	// reachable answers IsReachable (Capabilities.Reachable).
+	reachable func() error
 }
 
 // updating wraps kc when it is Helm's client.
-func updating(kc kube.Interface, updates *Updates, deletingNamespace string, cached func(*resource.Info) (*unstructured.Unstructured, bool)) kube.Interface {
+func updating(kc kube.Interface, updates *Updates, deletingNamespace string, cached func(*resource.Info) (*unstructured.Unstructured, bool), reachable func() error) kube.Interface {
 	c, ok := kc.(*interruptibleKubeClient)
 	if !ok {
 		return kc
 	}
-	return &updatingKubeClient{interruptibleKubeClient: c, updates: updates, deletingNamespace: deletingNamespace, cached: cached}
+	return &updatingKubeClient{interruptibleKubeClient: c, updates: updates, deletingNamespace: deletingNamespace, cached: cached, reachable: reachable}
+}
+
+// IsReachable is Helm's check, before every action, that the API server
+// is reachable, answered without a request while the shared capabilities
+// are recent (Capabilities.Reachable).
+func (c *updatingKubeClient) IsReachable() error {
+	if c.reachable == nil {
+		return c.interruptibleKubeClient.IsReachable()
+	}
+	return c.reachable()
 }
 
 // Build reads a manifest into Helm's objects, and notes those the cache
