@@ -36,7 +36,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-")
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "")
 	defer stop()
 	if err != nil {
 		return res, err

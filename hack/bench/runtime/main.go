@@ -88,6 +88,10 @@ type config struct {
 	concurrency int
 	// spec is the JSON spec of every Nginx resource.
 	spec string
+	// itemise: the API server writes an audit log, and each runtime's
+	// requests per install and per upgrade are itemised from it
+	// (itemise.go).
+	itemise bool
 }
 
 // createWorkers is how many creates (and spec edits) the benchmark has in
@@ -152,10 +156,11 @@ func main() {
 	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
 	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
 	oursEnv := flag.String("ours-env", "", "extra space-separated environment of our runtime, e.g. GOGC=50")
+	itemise := flag.Bool("itemise", false, "itemise each runtime's requests per install and per upgrade by verb and resource, from the API server's audit log (<out>/audit-<runtime>-<n>.log); the log costs the API server CPU, so times are not comparable with runs without it")
 	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
-	cfg := config{idle: *idle, settle: *settle, idleAfter: *idleAfter, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec}
+	cfg := config{idle: *idle, settle: *settle, idleAfter: *idleAfter, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec, itemise: *itemise}
 	if _, err := cfg.specValues(); err != nil {
 		fatal(err)
 	}
@@ -298,7 +303,12 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	res := Result{Runtime: rt.name, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-")
+	auditLog := ""
+	if cfg.itemise {
+		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", rt.name, n))
+		_ = os.Remove(auditLog)
+	}
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog)
 	defer stop()
 	if err != nil {
 		return res, err
@@ -364,6 +374,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   created %d in %s\n", n, time.Since(start).Round(time.Millisecond))
 	last := obs.waitDeployed(cfg.deadline)
+	installEnd := time.Now()
 	installCPU := procs.CPUSince()
 	res.RequestsPerInstall = (sentRequests(proc) - req0) / float64(n)
 	lat := obs.deployLatencies()
@@ -377,6 +388,9 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
 	fmt.Printf("   CPU seconds until all were Deployed: %s\n", installCPU)
 	fmt.Printf("   API requests per install: %.1f\n", res.RequestsPerInstall)
+	if auditLog != "" {
+		itemised(auditLog, "requests per install", start, installEnd, n)
+	}
 
 	// For runtimes that write Ready: every resource Ready, so that the
 	// idle window does not count the tail of the rollouts (the controller
@@ -471,6 +485,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		return res, fmt.Errorf("editing specs: %w", err)
 	}
 	lastUp := obs.waitUpgraded(cfg.deadline)
+	upEnd := time.Now()
 	res.Upgraded = obs.upgradedCount()
 	res.FailedReleases = obs.failedCount()
 	if res.Upgraded == n {
@@ -479,6 +494,9 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   upgraded: %d/%d, all after %s; releases that failed at some revision: %d\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond), res.FailedReleases)
 	fmt.Printf("   API requests per upgrade: %.1f\n", res.RequestsPerUpgrade)
+	if auditLog != "" {
+		itemised(auditLog, "requests per upgrade", upStart, upEnd, n)
+	}
 
 	if text, err := proc.MetricsText(); err == nil {
 		_ = os.WriteFile(filepath.Join(cfg.outDir, fmt.Sprintf("%s-%d.metrics.txt", rt.name, n)), []byte(text), 0o644)
