@@ -8,19 +8,28 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	discoveryfake "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/acme/platform-operator/internal/devtools/helmtest"
 )
 
+// testCapabilities is a 30-second view of a fake API server's
+// capabilities, on a clock the test moves with tick, and the count of the
+// server's version reads.
+func testCapabilities() (c *Capabilities, fake *discoveryfake.FakeDiscovery, dc discovery.CachedDiscoveryInterface, fetches func() int, tick func(time.Duration)) {
+	fake, fetches = helmtest.Server()
+	now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	c = NewCapabilities(30 * time.Second)
+	c.now = func() time.Time { return now }
+	return c, fake, memory.NewMemCacheClient(fake), fetches, func(d time.Duration) { now = now.Add(d) }
+}
+
 func TestCapabilitiesCache(t *testing.T) {
 	g := NewWithT(t)
-	fake, fetches := helmtest.Server()
-	dc := memory.NewMemCacheClient(fake)
-	now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
-	c := NewCapabilities(30 * time.Second)
-	c.now = func() time.Time { return now }
+	c, fake, dc, fetches, tick := testCapabilities()
 
 	caps, err := c.Get(dc)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -31,7 +40,7 @@ func TestCapabilitiesCache(t *testing.T) {
 
 	t.Log("within the max age: shared, and every caller gets its own copy")
 	caps.APIVersions[0] = "changed/v1"
-	now = now.Add(29 * time.Second)
+	tick(29 * time.Second)
 	again, err := c.Get(dc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fetches()).To(Equal(1))
@@ -42,7 +51,7 @@ func TestCapabilitiesCache(t *testing.T) {
 		GroupVersion: "monitoring.example.com/v1",
 		APIResources: []metav1.APIResource{{Name: "monitors", Kind: "Monitor", Namespaced: true}},
 	})
-	now = now.Add(time.Second)
+	tick(time.Second)
 	caps, err = c.Get(dc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fetches()).To(Equal(2))
@@ -60,22 +69,18 @@ func TestCapabilitiesCache(t *testing.T) {
 // capabilities fetched in the last max age, and fetches one otherwise.
 func TestReachableFromCapabilities(t *testing.T) {
 	g := NewWithT(t)
-	fake, fetches := helmtest.Server()
-	dc := memory.NewMemCacheClient(fake)
-	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	c := NewCapabilities(30 * time.Second)
-	c.now = func() time.Time { return now }
+	c, fake, dc, fetches, tick := testCapabilities()
 
 	g.Expect(c.Reachable(dc)).To(Succeed())
 	g.Expect(fetches()).To(Equal(1), "no view yet: fetched")
 	_, err := c.Get(dc)
 	g.Expect(err).NotTo(HaveOccurred())
-	now = now.Add(29 * time.Second)
+	tick(29 * time.Second)
 	g.Expect(c.Reachable(dc)).To(Succeed())
 	g.Expect(fetches()).To(Equal(1), "the action's view and its check share one fetch")
 
 	t.Log("an old view is fetched again, and a server that does not answer fails the check")
-	now = now.Add(time.Second)
+	tick(time.Second)
 	fake.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
