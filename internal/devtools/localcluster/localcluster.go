@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/acme/platform-operator/internal/devtools/localcluster/hostpath"
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 const (
@@ -184,7 +184,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(6)
+	ports, err := process.FreePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -480,26 +480,6 @@ func (p procs) start(name string, args ...string) error {
 	// Reap the child when it exits while this process is still alive.
 	go func() { _ = cmd.Wait() }()
 	return nil
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // ready returns nil when the API server answers /readyz with 200.

@@ -53,6 +53,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/acme/platform-operator/internal/devtools/process"
 )
 
 const (
@@ -181,7 +183,7 @@ type nodePorts struct {
 // kube-proxy and CoreDNS, in that order. The network is set up and the API
 // server runs.
 func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) error {
-	ports, err := freePorts(6)
+	ports, err := process.FreePorts(6)
 	if err != nil {
 		return err
 	}
@@ -263,9 +265,12 @@ func startNode(ctx context.Context, p procs, kubeconfig string, logw io.Writer) 
 	if err := p.start("coredns", "-conf", corefile); err != nil {
 		return err
 	}
-	return waitFor(ctx, 60*time.Second, func() error {
+	if err := waitFor(ctx, 60*time.Second, func() error {
 		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", np.dnsReady))
-	})
+	}); err != nil {
+		return fmt.Errorf("CoreDNS is not ready: %w\n%s", err, logTail(p.logPath("coredns"), 20))
+	}
+	return nil
 }
 
 // startProxy runs kube-proxy and waits until its rules send the

@@ -7,6 +7,7 @@ package process
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -186,14 +187,66 @@ func matches(got, want map[string]string) bool {
 	return true
 }
 
-// FreeAddr returns a 127.0.0.1:port free at the time of the call.
+// FreeAddr returns a 127.0.0.1:port free at the time of the call, chosen
+// as FreePorts chooses.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "127.0.0.1:" + strconv.Itoa(ports[0]), nil
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1, below the
+// kernel's ephemeral range. A port in that range can be taken as the
+// source port of any outgoing connection between the moment it is chosen
+// and the moment its process binds it (the node's processes start over
+// many seconds and open hundreds of connections on loopback meanwhile), and
+// the process then fails with "address already in use".
+func FreePorts(n int) ([]int, error) {
+	lo, hi := portRange()
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("no %d free ports in %d-%d on 127.0.0.1", n, lo, hi)
+		}
+		addr := "127.0.0.1:0"
+		if hi > lo {
+			addr = "127.0.0.1:" + strconv.Itoa(lo+rand.IntN(hi-lo))
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// portRange is where FreePorts picks: from 10000 to the first ephemeral
+// port, or nothing (hi <= lo: let the kernel choose) when the ephemeral
+// range is unknown or leaves too little room below it.
+func portRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil || first < 11000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 // Kill kills the process with SIGKILL, as the OOM killer or a node loss
