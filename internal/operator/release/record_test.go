@@ -73,8 +73,6 @@ func TestRecordSize(t *testing.T) {
 	}
 }
 
-// TestEncodeRecord: a record is gzipped at RecordGzipLevel, and at best
-// compression when only that keeps it under the limit.
 // randomWord is a word of 3 to 8 letters of r's choice.
 func randomWord(r *mrand.Rand) string {
 	b := make([]byte, 3+r.IntN(6))
@@ -84,6 +82,8 @@ func randomWord(r *mrand.Rand) string {
 	return string(b)
 }
 
+// TestEncodeRecord: a record is gzipped at RecordGzipLevel, and at best
+// compression when only that keeps it under the limit.
 func TestEncodeRecord(t *testing.T) {
 	g := NewWithT(t)
 	// YAML-like lines, which best compression packs tighter than the
@@ -318,6 +318,49 @@ func TestRecordRefused(t *testing.T) {
 // (check), against building and encoding the record, which the bound
 // spares it (encode), and the chart's render, which the admission check
 // does for every resource anyway (render). Figures: docs/benchmarks.md.
+// TestEncodeRecordReusesWriters: the gzip writers are reused from one
+// record to the next, and each record is what a new writer writes, and
+// reads back as its release.
+func TestEncodeRecordReusesWriters(t *testing.T) {
+	g := NewWithT(t)
+	fresh := func(rel *hrelease.Release) []byte {
+		b, err := json.Marshal(rel)
+		g.Expect(err).NotTo(HaveOccurred())
+		var buf bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&buf, RecordGzipLevel)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = zw.Write(b)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(zw.Close()).To(Succeed())
+		return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
+	}
+	for i, greeting := range []string{"hello", randomText(t, 50_000), "hello", "bye"} {
+		rel := testRecord(greeting)
+		data, err := EncodeRecord(rel)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(bytes.Equal(data, fresh(rel))).To(BeTrue(), "record %d", i)
+
+		zipped, err := base64.StdEncoding.DecodeString(string(data))
+		g.Expect(err).NotTo(HaveOccurred())
+		zr, err := gzip.NewReader(bytes.NewReader(zipped))
+		g.Expect(err).NotTo(HaveOccurred())
+		var back hrelease.Release
+		g.Expect(json.NewDecoder(zr).Decode(&back)).To(Succeed())
+		g.Expect(back.Config["greeting"]).To(Equal(greeting), "record %d", i)
+	}
+}
+
+// BenchmarkEncodeRecord: the bytes allocated per record written.
+func BenchmarkEncodeRecord(b *testing.B) {
+	rel := testRecord("hello")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeRecord(rel); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkCheckRecord(b *testing.B) {
 	chrt, err := loader.LoadDir("../../../helm-charts/webapp")
 	if err != nil {
