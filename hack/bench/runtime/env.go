@@ -29,9 +29,9 @@ type benchEnv struct {
 
 // newBenchEnv starts a control plane in a new state directory named after
 // prefix, whose API server writes its audit log to auditLog unless that is
-// empty. The returned stop ends it and removes the directory (also on an
+// empty, and serves /debug/pprof when profiling. The returned stop ends it and removes the directory (also on an
 // interrupt); call it even when err is not nil.
-func newBenchEnv(ctx context.Context, cfg config, prefix, auditLog string) (env *benchEnv, stop func(), err error) {
+func newBenchEnv(ctx context.Context, cfg config, prefix, auditLog string, profiling bool) (env *benchEnv, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -43,7 +43,7 @@ func newBenchEnv(ctx context.Context, cfg config, prefix, auditLog string) (env 
 		return nil, stop, err
 	}
 	stops = append(stops, benchkit.Cleanup(func() { _ = os.RemoveAll(state) }))
-	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster"), AuditLog: auditLog})
+	cluster, err := localcluster.Up(ctx, localcluster.Config{BinDir: cfg.binDir, StateDir: filepath.Join(state, "cluster"), AuditLog: auditLog, Profiling: profiling})
 	if err != nil {
 		return nil, stop, fmt.Errorf("local cluster: %w", err)
 	}

@@ -36,7 +36,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "")
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "", cfg.profileAPIServer)
 	defer stop()
 	if err != nil {
 		return res, err
@@ -65,6 +65,10 @@ func measureFloor(cfg config, n int) (Result, error) {
 	var lat []time.Duration
 	var objects int
 	rendered := make([][]*unstructured.Unstructured, n)
+	stopProfile := func() {}
+	if cfg.profileAPIServer {
+		stopProfile = profileAPIServer(env.rc, cfg.outDir, fmt.Sprintf("%s-%d-install", floorName, n))
+	}
 	start := time.Now()
 	err = benchkit.Parallel(n, createWorkers, func(i int) error {
 		t0 := time.Now()
@@ -99,6 +103,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	fmt.Printf("   created the objects of %d releases (%d objects) in %s, p50 %s, p99 %s\n", n, objects,
 		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
 	fmt.Printf("   CPU seconds until all were created: %s\n", procs.CPUSince())
+	stopProfile()
 
 	edited, err := cfg.editedValues()
 	if err != nil {

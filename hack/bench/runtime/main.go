@@ -92,6 +92,10 @@ type config struct {
 	// requests per install and per upgrade are itemised from it
 	// (itemise.go).
 	itemise bool
+	// profileAPIServer: the API server serves /debug/pprof, and its CPU
+	// profiles over the install and the upgrade phases are written to
+	// the output directory (apiprofile.go).
+	profileAPIServer bool
 }
 
 // createWorkers is how many creates (and spec edits) the benchmark has in
@@ -156,11 +160,12 @@ func main() {
 	concurrency := flag.Int("max-concurrent-reconciles", 0, "--max-concurrent-reconciles of every runtime (0: each runtime's default)")
 	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
 	oursEnv := flag.String("ours-env", "", "extra space-separated environment of our runtime, e.g. GOGC=50")
+	profileAPI := flag.Bool("profile-apiserver", false, "write CPU profiles of the API server over the install and the upgrade phases to <out>/apiserver-<runtime>-<n>-<phase>-*.pprof (merge them with go tool pprof); profiling costs the API server CPU")
 	itemise := flag.Bool("itemise", false, "itemise each runtime's requests per install and per upgrade by verb and resource, from the API server's audit log (<out>/audit-<runtime>-<n>.log); the log costs the API server CPU, so times are not comparable with runs without it")
 	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
-	cfg := config{idle: *idle, settle: *settle, idleAfter: *idleAfter, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec, itemise: *itemise}
+	cfg := config{idle: *idle, settle: *settle, idleAfter: *idleAfter, drift: *drift, binDir: *binDir, crdDir: *crdDir, outDir: *outDir, deadline: *deadline, concurrency: *concurrency, spec: *spec, itemise: *itemise, profileAPIServer: *profileAPI}
 	if _, err := cfg.specValues(); err != nil {
 		fatal(err)
 	}
@@ -308,7 +313,13 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", rt.name, n))
 		_ = os.Remove(auditLog)
 	}
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog)
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog, cfg.profileAPIServer)
+	profile := func(string) func() { return func() {} }
+	if cfg.profileAPIServer {
+		profile = func(phase string) func() {
+			return profileAPIServer(env.rc, cfg.outDir, fmt.Sprintf("%s-%d-%s", rt.name, n, phase))
+		}
+	}
 	defer stop()
 	if err != nil {
 		return res, err
@@ -359,6 +370,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	req0 := sentRequests(proc)
 	procs := benchkit.ClusterProcesses(cluster.Pid, map[string]int{"runtime": proc.Pid()})
 	procs.Mark()
+	stopProfile := profile("install")
 	start := time.Now()
 	if err := benchkit.Parallel(n, createWorkers, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -376,6 +388,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	last := obs.waitDeployed(cfg.deadline)
 	installEnd := time.Now()
 	installCPU := procs.CPUSince()
+	stopProfile() // after the CPU is read: it waits for the profile in flight
 	res.RequestsPerInstall = (sentRequests(proc) - req0) / float64(n)
 	lat := obs.deployLatencies()
 	res.Deployed = len(lat)
@@ -474,6 +487,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   edited children back: %d/%d, p50 %s, max %s\n", res.EditsReverted, res.EditedChildren, res.EditRevertedP50.Round(time.Millisecond), res.EditRevertedMax.Round(time.Millisecond))
 
 	// 4. Edit every spec at once; wait until every release is upgraded.
+	stopProfile = profile("upgrade")
 	upStart := time.Now()
 	reqUp0 := sentRequests(proc)
 	obs.expectUpgrades()
@@ -494,6 +508,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	}
 	fmt.Printf("   upgraded: %d/%d, all after %s; releases that failed at some revision: %d\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond), res.FailedReleases)
 	fmt.Printf("   API requests per upgrade: %.1f\n", res.RequestsPerUpgrade)
+	stopProfile()
 	if auditLog != "" {
 		itemised(auditLog, "requests per upgrade", upStart, upEnd, n)
 	}

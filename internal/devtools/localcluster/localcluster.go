@@ -71,6 +71,10 @@ type Config struct {
 	// benchmarks itemise a client's requests from it. Writing it costs
 	// the API server CPU: times measured with it are not comparable.
 	AuditLog string
+	// Profiling makes the API server serve /debug/pprof (to system:masters
+	// only, as any non-resource URL without a role): the benchmarks take
+	// its CPU profiles. Off, as in production, unless set.
+	Profiling bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -256,7 +260,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(cfg.Profiling),
 		// The aggregation layer, for APIServices served from Pods (OLM's
 		// packageserver). Requests go straight to the endpoints' Pod IPs,
 		// which the host reaches over the node bridge.
