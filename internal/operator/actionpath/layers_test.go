@@ -31,6 +31,7 @@ func TestLayerOrder(t *testing.T) {
 		"digest",
 		"post-render",
 		"confinement",
+		"post-render memo",
 		"record size",
 		"release memo",
 		"drift policy",

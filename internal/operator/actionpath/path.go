@@ -147,6 +147,10 @@ func Layers(k Kind) []Layer {
 		// What a release renders lands only where the kind's allowance
 		// lets it: refused before Helm writes anything (confine.go).
 		{"confinement", confine(k.Log, k.Recorder, k.Confinement)},
+		// An upgrade's manifest is post-rendered (owner references,
+		// patches, the confinement check) once per reconcile, not again
+		// after its dry-run (rendermemo.go).
+		{"post-render memo", memoPostRenders},
 		// A release whose record is larger than a Secret may hold is
 		// refused, an upgrade at its dry-run, an install by the storage
 		// before it sends the record (recordsize.go).
