@@ -488,6 +488,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 
 	// 4. Edit every spec at once; wait until every release is upgraded.
 	stopProfile = profile("upgrade")
+	procs.Mark()
 	upStart := time.Now()
 	reqUp0 := sentRequests(proc)
 	obs.expectUpgrades()
@@ -507,6 +508,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		res.RequestsPerUpgrade = (sentRequests(proc) - reqUp0) / float64(n)
 	}
 	fmt.Printf("   upgraded: %d/%d, all after %s; releases that failed at some revision: %d\n", res.Upgraded, n, res.AllUpgraded.Round(time.Millisecond), res.FailedReleases)
+	fmt.Printf("   CPU seconds until all were upgraded: %s\n", procs.CPUSince())
 	fmt.Printf("   API requests per upgrade: %.1f\n", res.RequestsPerUpgrade)
 	stopProfile()
 	if auditLog != "" {
