@@ -1,6 +1,7 @@
 package helmconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 
@@ -33,6 +34,9 @@ type updatingKubeClient struct {
 	cached func(info *resource.Info) (*unstructured.Unstructured, bool)
 	// reachable answers IsReachable (Capabilities.Reachable).
 	reachable func() error
+	// builds answers Build for the manifests this reconcile built already
+	// (buildmemo.go).
+	builds buildMemo
 }
 
 // updating wraps kc when it is Helm's client.
@@ -58,11 +62,22 @@ func (c *updatingKubeClient) IsReachable() error {
 // says do not exist, so that Helm's read of each (whether it exists, before
 // an install or an upgrade creates it) is answered without a request
 // (Updates.NoteAbsent). Helm builds a manifest right before it checks and
-// creates its objects.
+// creates its objects. A manifest this reconcile built already is
+// answered with a copy of its objects (buildmemo.go).
 func (c *updatingKubeClient) Build(reader io.Reader, validate bool) (kube.ResourceList, error) {
-	list, err := c.interruptibleKubeClient.Build(reader, validate)
-	if err != nil || c.cached == nil {
-		return list, err
+	in, err := io.ReadAll(reader)
+	if err != nil {
+		return nil, err
+	}
+	list, kept := c.builds.get(in, validate)
+	if !kept {
+		if list, err = c.interruptibleKubeClient.Build(bytes.NewReader(in), validate); err != nil {
+			return list, err
+		}
+		c.builds.put(in, validate, list)
+	}
+	if c.cached == nil {
+		return list, nil
 	}
 	var paths []string
 	for _, info := range list {
