@@ -10,12 +10,12 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	"sigs.k8s.io/yaml"
+
+	"github.com/acme/platform-operator/internal/operator/manifest"
 )
 
 // keptObjectWatcher closes a gap in the library's dependent watches.
@@ -60,13 +60,9 @@ func (w *keptObjectWatcher) Exec(_ *unstructured.Unstructured, rel release.Relea
 	if w.controller == nil {
 		return errors.New("kept-object watcher has no controller")
 	}
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
-			continue
-		}
-		gvk := u.GroupVersionKind()
-		if gvk.Empty() || w.watched[gvk] || !manifestutil.HasResourcePolicyKeep(u.GetAnnotations()) {
+	for _, h := range manifest.Heads(rel.Manifest) {
+		gvk := h.GroupVersionKind()
+		if gvk.Empty() || w.watched[gvk] || !manifestutil.HasResourcePolicyKeep(h.Metadata.Annotations) {
 			continue
 		}
 		obj := &unstructured.Unstructured{}

@@ -47,7 +47,7 @@ func mapDocuments(manifest string, f func(doc string) (string, error)) (string, 
 
 // redactDocument redacts one manifest document; see RedactManifest.
 func redactDocument(doc string) string {
-	if strings.TrimSpace(doc) == "" {
+	if strings.TrimSpace(doc) == "" || !maySpell(doc, "Secret") {
 		return doc
 	}
 	var obj map[string]interface{}
@@ -76,6 +76,16 @@ func redactDocument(doc string) string {
 		h += "\n"
 	}
 	return h + string(out)
+}
+
+// maySpell reports whether a YAML document may hold the string word as a
+// value: it holds it literally, or it has an escape sequence (a
+// double-quoted "\u0053ecret") or a tag (!!binary) that could spell it.
+// Folding a plain or block scalar only ever adds spaces or newlines. Most
+// documents of a release are no Secret, and this answers them without
+// parsing them.
+func maySpell(doc, word string) bool {
+	return strings.Contains(doc, word) || strings.ContainsAny(doc, `\!`)
 }
 
 // redactSecrets redacts obj when it is a Secret, or the Secrets among its

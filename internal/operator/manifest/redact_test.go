@@ -126,3 +126,19 @@ func TestRedactText(t *testing.T) {
 	g.Expect(RedactText("key line: AAAABBBBCCCC", multi)).To(Equal("key line: REDACTED"))
 	g.Expect(RedactText("id AAAA", multi)).To(Equal("id REDACTED"))
 }
+
+// TestRedactManifestSpelledOtherwise: a Secret whose kind is spelled with
+// an escape sequence or a tag is redacted as one spelled plainly; a
+// document without the word is returned byte for byte, unparsed.
+func TestRedactManifestSpelledOtherwise(t *testing.T) {
+	g := NewWithT(t)
+	escaped := "apiVersion: v1\nkind: \"Secr\\u0065t\"\nmetadata:\n  name: a\nstringData:\n  password: hunter2\n"
+	tagged := "apiVersion: v1\nkind: !!binary U2VjcmV0\nmetadata:\n  name: b\nstringData:\n  password: hunter2\n"
+	for _, doc := range []string{escaped, tagged} {
+		out := RedactManifest(doc)
+		g.Expect(out).NotTo(ContainSubstring("hunter2"), doc)
+	}
+	plain := "# Source: x/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:  {name: c}\ndata:\n  k:   v\n"
+	g.Expect(RedactManifest(plain)).To(Equal(plain))
+	g.Expect(maySpell(plain, "Secret")).To(BeFalse())
+}

@@ -13,7 +13,6 @@ import (
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
 	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,9 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	"sigs.k8s.io/yaml"
 
 	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/readiness"
 	"github.com/acme/platform-operator/internal/operator/watchconfig"
 )
@@ -357,16 +356,12 @@ func (t *Tracker) objectsOf(rel release.Release, log logr.Logger) ([]readiness.R
 	var refs []readiness.Ref
 	var gvks []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
+	for _, h := range manifest.Heads(rel.Manifest) {
+		gvk := h.GroupVersionKind()
+		if gvk.Empty() || h.Metadata.Name == "" {
 			continue
 		}
-		gvk := u.GroupVersionKind()
-		if gvk.Empty() || u.GetName() == "" {
-			continue
-		}
-		ns := u.GetNamespace()
+		ns := h.Metadata.Namespace
 		m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			log.V(1).Info("Not judging an object of unknown kind", "apiVersion", gvk.GroupVersion().String(), "kind", gvk.Kind, "error", err.Error())
@@ -377,7 +372,7 @@ func (t *Tracker) objectsOf(rel release.Release, log logr.Logger) ([]readiness.R
 		} else if ns == "" {
 			ns = rel.Namespace
 		}
-		refs = append(refs, readiness.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: u.GetName()})
+		refs = append(refs, readiness.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: h.Metadata.Name})
 		if !seen[gvk] {
 			seen[gvk] = true
 			gvks = append(gvks, gvk)
