@@ -36,7 +36,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "", cfg.profileAPIServer)
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "")
 	defer stop()
 	if err != nil {
 		return res, err
@@ -65,10 +65,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	var lat []time.Duration
 	var objects int
 	rendered := make([][]*unstructured.Unstructured, n)
-	stopProfile := func() {}
-	if cfg.profileAPIServer {
-		stopProfile = profileAPIServer(env.rc, cfg.outDir, fmt.Sprintf("%s-%d-install", floorName, n))
-	}
+	stopProfile := env.profile(fmt.Sprintf("%s-%d-install", floorName, n))
 	start := time.Now()
 	err = benchkit.Parallel(n, createWorkers, func(i int) error {
 		t0 := time.Now()

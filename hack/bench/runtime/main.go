@@ -73,14 +73,10 @@ type runtimeSpec struct {
 }
 
 type config struct {
-	ns        []int
-	idle      time.Duration
-	settle    time.Duration
-	idleAfter time.Duration
-	// skipReady: the idle window does not wait for every resource to be
-	// Ready (at N=10,000 the controller manager takes about 20 minutes to
-	// report every Deployment available).
-	skipReady   bool
+	ns          []int
+	idle        time.Duration
+	settle      time.Duration
+	idleAfter   time.Duration
 	drift       int
 	runtimes    []runtimeSpec
 	binDir      string
@@ -100,6 +96,10 @@ type config struct {
 	// profiles over the install and the upgrade phases are written to
 	// the output directory (apiprofile.go).
 	profileAPIServer bool
+	// skipReady: the idle window does not wait for every resource to be
+	// Ready (at N=10,000 the controller manager takes about 20 minutes to
+	// report every Deployment available).
+	skipReady bool
 }
 
 // createWorkers is how many creates (and spec edits) the benchmark has in
@@ -318,13 +318,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", rt.name, n))
 		_ = os.Remove(auditLog)
 	}
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog, cfg.profileAPIServer)
-	profile := func(string) func() { return func() {} }
-	if cfg.profileAPIServer {
-		profile = func(phase string) func() {
-			return profileAPIServer(env.rc, cfg.outDir, fmt.Sprintf("%s-%d-%s", rt.name, n, phase))
-		}
-	}
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog)
 	defer stop()
 	if err != nil {
 		return res, err
@@ -375,7 +369,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	req0 := sentRequests(proc)
 	procs := benchkit.ClusterProcesses(cluster.Pid, map[string]int{"runtime": proc.Pid()})
 	procs.Mark()
-	stopProfile := profile("install")
+	stopProfile := env.profile(fmt.Sprintf("%s-%d-install", rt.name, n))
 	start := time.Now()
 	if err := benchkit.Parallel(n, createWorkers, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -494,7 +488,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   edited children back: %d/%d, p50 %s, max %s\n", res.EditsReverted, res.EditedChildren, res.EditRevertedP50.Round(time.Millisecond), res.EditRevertedMax.Round(time.Millisecond))
 
 	// 4. Edit every spec at once; wait until every release is upgraded.
-	stopProfile = profile("upgrade")
+	stopProfile = env.profile(fmt.Sprintf("%s-%d-upgrade", rt.name, n))
 	procs.Mark()
 	upStart := time.Now()
 	reqUp0 := sentRequests(proc)
