@@ -40,13 +40,12 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     the watched custom resources) as their metadata and a digest of the
 //     rest (see fingerprint). They were most of the cache.
 //   - The watched custom resources with only the part of their status a
-//     chart rollout counts (rolloutView). The library reads
-//     the resource of each request from the API server (the manager's
-//     client does not cache unstructured objects) and writes its status
-//     from that copy; the cached copies only feed event handlers, which
-//     read metadata. The status holds the release's whole manifest
-//     (status.deployedRelease.manifest), a few KiB per resource: at scale,
-//     most of the memory the runtime held (docs/benchmarks.md).
+//     chart rollout counts (trimStatus). The status holds the release's
+//     whole manifest (status.deployedRelease.manifest), a few KiB per
+//     resource: at scale, most of the memory the runtime held
+//     (docs/benchmarks.md). The whole status of the version cached is
+//     kept compressed in statuses, from which the library's read of its
+//     resource is answered (Statuses).
 //   - Pods and PersistentVolumeClaims, cached once a release waits for
 //     Pods (readycontroller), with only what says why a Pod is not ready
 //     (trimPod) and a claim's phase.
@@ -56,8 +55,8 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 // matches. Every watch of a custom resource reads this
 // cache, so the selector applies to all of them; a resource whose labels
 // stop matching leaves the cache as if it were deleted.
-func CacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector) cache.Options {
-	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched))}
+func CacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, shard labels.Selector, statuses *Statuses) cache.Options {
+	t := cacheTrim{watched: make(map[schema.GroupVersionKind]bool, len(watched)), statuses: statuses}
 	var byObject map[client.Object]cache.ByObject
 	for _, gvk := range watched {
 		t.watched[gvk] = true
@@ -79,7 +78,8 @@ func CacheOptions(watchNamespaces []string, watched []schema.GroupVersionKind, s
 
 // cacheTrim is the transform of every object the cache stores.
 type cacheTrim struct {
-	watched map[schema.GroupVersionKind]bool
+	watched  map[schema.GroupVersionKind]bool
+	statuses *Statuses
 }
 
 func (t cacheTrim) transform(obj any) (any, error) {
@@ -97,6 +97,7 @@ func (t cacheTrim) transform(obj any) (any, error) {
 		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *unstructured.Unstructured:
 		if t.watched[o.GroupVersionKind()] {
+			t.statuses.keep(o)
 			trimStatus(o)
 		} else {
 			fingerprint(o)

@@ -18,7 +18,7 @@ import (
 )
 
 func TestCacheOptionsTrimWhatIsNotRead(t *testing.T) {
-	opts := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything())
+	opts := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything(), nil)
 	managed := []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}}
 	secretTransform := opts.DefaultTransform
 
@@ -208,7 +208,7 @@ var nginxGVK = schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1
 // resourceVersion. Fingerprints must give that predicate the same answers
 // as the whole objects.
 func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
-	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
+	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything(), nil).DefaultTransform
 	changed := func(g Gomega, old, updated *unstructured.Unstructured) bool {
 		var cached [2]*unstructured.Unstructured
 		for i, u := range []*unstructured.Unstructured{old, updated} {
@@ -262,7 +262,7 @@ func TestFingerprintKeepsWhatTheDependentPredicateCompares(t *testing.T) {
 // the health of the real object, not the health of the fingerprint.
 func TestTransformIsIdempotent(t *testing.T) {
 	g := NewWithT(t)
-	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything()).DefaultTransform
+	transform := CacheOptions(nil, []schema.GroupVersionKind{nginxGVK}, labels.Everything(), nil).DefaultTransform
 	available := deployment(1, "")
 	available.Object["status"] = map[string]any{"observedGeneration": int64(0), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1),
 		"conditions": []any{
@@ -310,7 +310,7 @@ func deployment(replicas int64, phase string) *unstructured.Unstructured {
 // as the whole Pod does, and summarises the same.
 func TestPodTrimKeepsWhatDescribesIt(t *testing.T) {
 	g := NewWithT(t)
-	transform := CacheOptions(nil, nil, nil).DefaultTransform
+	transform := CacheOptions(nil, nil, nil, nil).DefaultTransform
 	pods := []corev1.Pod{
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "shop"}},

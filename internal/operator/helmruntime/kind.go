@@ -55,6 +55,9 @@ type kindRuntime struct {
 	// (rollout.go).
 	gate        *rollout.Gate
 	rolloutWake chan event.GenericEvent
+	// statuses holds the whole statuses of the resources the cache holds
+	// (cachedresource.go).
+	statuses *cachefilter.Statuses
 }
 
 // wakeReconciler asks the kind's reconciler to reconcile key.
@@ -80,7 +83,7 @@ func (k *kindRuntime) remediationWatch(c reconciler.ControllerSetup) error {
 
 // setupKind builds the reconciler of one resolved watch and adds it to
 // mgr; its release storage reads the records records names by name.
-func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch, records *recordIndex) error {
+func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch, records *recordIndex, statuses *cachefilter.Statuses) error {
 	clusterScoped, err := watchconfig.IsClusterScoped(mgr.GetRESTMapper(), rw.GVK)
 	if err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
@@ -98,6 +101,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		testResults:   actionpath.NewTestResults(),
 		gate:          &rollout.Gate{},
 		rolloutWake:   make(chan event.GenericEvent, 1024),
+		statuses:      statuses,
 	}
 	k.ready = readycontroller.New(readycontroller.Config{
 		GVK: rw.GVK, ClusterScoped: clusterScoped, Concurrency: rw.MaxConcurrentReconciles,
@@ -135,7 +139,7 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 		Kind:             rw.GVK.Kind,
 		Log:              k.log,
 		Recorder:         k.recorder,
-		Status:           mgr.GetClient(),
+		Status:           newNotingWrites(mgr.GetClient(), k.statuses, rw.GVK),
 		APIReader:        mgr.GetAPIReader(),
 		ReleaseNamespace: k.nsFor,
 		Activity:         rt.activity,
@@ -169,6 +173,9 @@ func (rt *runtimeState) setupKind(mgr ctrl.Manager, rw watchconfig.ResolvedWatch
 	if err := k.setupRollout(mgr); err != nil {
 		return fmt.Errorf("set up %s: %w", rw.GVK, err)
 	}
+	if err := forgetDeleted(context.Background(), mgr.GetCache(), statuses, rw.GVK); err != nil {
+		return fmt.Errorf("set up %s: %w", rw.GVK, err)
+	}
 	k.logConfigured()
 	return nil
 }
@@ -188,7 +195,8 @@ func (k *kindRuntime) libraryRecorder() record.EventRecorder {
 //   - a resource refused for another's release retries when that release
 //     goes (refusals.go);
 //   - the reconciler's client reads only the shard's resources
-//     (shardfilter.go), and its status writes carry Ready, the refusal
+//     (shardfilter.go), from the cache with their whole status
+//     (cachedresource.go), and its status writes carry Ready, the refusal
 //     reasons of the ownership layer and no Secret value
 //     (statusclient.go); adding the library's finalizer drops
 //     operator-sdk's (sdkcompat.go);
@@ -235,7 +243,7 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 	opts = append(opts, resync...)
 	opts = append(opts,
 		reconciler.WithControllerSetupFunc(releaseDeletionWatch(mgr.GetCache(), rw.GVK, k.clusterScoped, k.rt.opts.ReleaseNamespace)),
-		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.shardClient(mgr)}, k.ready.StampStatus, refusalReasons, redactSecrets)),
+		reconciler.WithClient(withStatusEdits(takingOverFinalizers{k.libraryClient(mgr)}, k.ready.StampStatus, refusalReasons, redactSecrets)),
 		reconciler.WithPostHook(k.ready),
 		reconciler.WithControllerSetupFunc(k.remediationWatch),
 	)
@@ -264,13 +272,21 @@ func (k *kindRuntime) reconcilerOptions(mgr ctrl.Manager, acg helmclient.ActionC
 }
 
 // shardClient is the manager's client, reading the custom resources of
-// this process's shard only (shardfilter.go).
+// this process's shard only (shardfilter.go) and noting its writes of them
+// (cachedresource.go).
 func (k *kindRuntime) shardClient(mgr ctrl.Manager) client.Client {
 	gr := schema.GroupResource{Group: k.watch.GVK.Group, Resource: k.watch.GVK.Kind}
 	if m, err := mgr.GetRESTMapper().RESTMapping(k.watch.GVK.GroupKind(), k.watch.GVK.Version); err == nil {
 		gr = m.Resource.GroupResource()
 	}
-	return newShardFilter(mgr.GetClient(), k.rt.opts.Shard(), gr)
+	return newNotingWrites(newShardFilter(mgr.GetClient(), k.rt.opts.Shard(), gr), k.statuses, k.watch.GVK)
+}
+
+// libraryClient is the client the library reads its resources with: the
+// shard's, answered from the cache with their whole status
+// (cachedresource.go).
+func (k *kindRuntime) libraryClient(mgr ctrl.Manager) client.Client {
+	return newCachedResource(k.shardClient(mgr), mgr.GetCache(), k.statuses, k.watch.GVK)
 }
 
 // logConfigured logs the resolved configuration of the kind.

@@ -29,11 +29,12 @@ func NewScheme() *runtime.Scheme {
 // namespaces of the cache. opts should be completed (see Options.Complete);
 // ws are the watches the manager's reconcilers will serve (their custom
 // resources are cached whole, see cachefilter.CacheOptions, and only those of the
-// shard, see managersetup.ParseShard). The manager logs refusals at info
+// shard, see managersetup.ParseShard); their whole statuses are kept in
+// statuses (nil: not kept). The manager logs refusals at info
 // (refusalsAtInfo).
-func ManagerOptions(opts Options, ws []watches.Watch) ctrl.Options {
+func ManagerOptions(opts Options, ws []watches.Watch, statuses *cachefilter.Statuses) ctrl.Options {
 	o := opts.ManagerOptions(NewScheme())
-	o.Cache = cachefilter.CacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard())
+	o.Cache = cachefilter.CacheOptions(opts.WatchNamespaces, watchedKinds(ws), opts.Shard(), statuses)
 	o.Logger = refusalsAtInfo(ctrl.Log)
 	return o
 }

@@ -158,7 +158,7 @@ func TestManagerOptions(t *testing.T) {
 		g := NewWithT(t)
 		o := DefaultOptions()
 		o.ReleaseNamespace = "x"
-		m := ManagerOptions(o, nil)
+		m := ManagerOptions(o, nil, nil)
 
 		g.Expect(m.Metrics.BindAddress).To(Equal(":8443"))
 		g.Expect(m.Metrics.SecureServing).To(BeTrue())
@@ -188,7 +188,7 @@ func TestManagerOptions(t *testing.T) {
 		o.LeaderElect = true
 		o.LeaderElectionNamespace = "ops"
 		o.WatchNamespaces = []string{"team-a"}
-		m := ManagerOptions(o, nil)
+		m := ManagerOptions(o, nil, nil)
 
 		g.Expect(m.Metrics.SecureServing).To(BeFalse())
 		g.Expect(m.Metrics.FilterProvider).To(BeNil())

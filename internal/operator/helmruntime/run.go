@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/acme/platform-operator/internal/operator/actionpath"
+	"github.com/acme/platform-operator/internal/operator/cachefilter"
 	"github.com/acme/platform-operator/internal/operator/helmconfig"
 	"github.com/acme/platform-operator/internal/operator/managersetup"
 	"github.com/acme/platform-operator/internal/operator/postrender"
@@ -170,7 +171,8 @@ func newRuntime(opts Options, ws []watches.Watch, reg prometheus.Registerer) (*r
 // manager returns the function that builds and sets up the run-th manager.
 func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, error) {
 	return func(run int) (ctrl.Manager, error) {
-		mo := ManagerOptions(rt.opts, rt.watches)
+		statuses := cachefilter.NewStatuses()
+		mo := ManagerOptions(rt.opts, rt.watches, statuses)
 		if run > 0 { // the controllers of the stopped manager keep their names
 			mo.Controller.SkipNameValidation = ptr.To(true)
 		}
@@ -178,7 +180,7 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 		if err != nil {
 			return nil, err
 		}
-		if err := rt.setupManager(mgr); err != nil {
+		if err := rt.setupManager(mgr, statuses); err != nil {
 			return mgr, err
 		}
 		rt.log.Info("Manager set up",
@@ -204,7 +206,7 @@ func (rt *runtimeState) manager(cfg *rest.Config) func(run int) (ctrl.Manager, e
 // entry is resolved against the operator-wide defaults (see watchconfig.Resolve)
 // and its scope is looked up through the manager's RESTMapper, so the CRD
 // of every kind must already be installed.
-func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
+func (rt *runtimeState) setupManager(mgr ctrl.Manager, statuses *cachefilter.Statuses) error {
 	resolved, err := watchconfig.ResolveAll(rt.watches, rt.opts.WatchDefaults())
 	if err != nil {
 		return err
@@ -235,7 +237,7 @@ func (rt *runtimeState) setupManager(mgr ctrl.Manager) error {
 		if i < len(rt.drifts) {
 			rw.Drift = rt.drifts[i]
 		}
-		if err := rt.setupKind(mgr, rw, records); err != nil {
+		if err := rt.setupKind(mgr, rw, records, statuses); err != nil {
 			return err
 		}
 	}
