@@ -32,6 +32,11 @@ import (
 // (a remediation the readiness controller decided, say) reads what was
 // written, not the version before it.
 type Statuses struct {
+	// encoder compresses for keep, which the informers' goroutines call
+	// one event at a time: one compressor (about 800 KiB of state) serves
+	// them all.
+	encoder statusEncoder
+
 	mu   sync.Mutex
 	kept map[statusKey]keptStatus
 	// awaited is the version of this process's last write of a resource,
@@ -73,7 +78,7 @@ func (s *Statuses) keep(u *unstructured.Unstructured) {
 	}
 	k = keptStatus{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
 	if st, ok := u.Object["status"]; ok {
-		encoded, err := compressJSON(st)
+		encoded, err := s.encoder.encode(st)
 		if err != nil {
 			s.Forget(key.gvk, key.NamespacedName)
 			return
@@ -166,31 +171,40 @@ func (s *Statuses) Len() int {
 	return len(s.kept)
 }
 
-// flate's compressor holds about 800 KiB of state, its decompressor
-// about 40 KiB: both are reused.
-var (
-	compressors   = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }}
-	decompressors = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-)
+// statusEncoder compresses statuses with one compressor.
+type statusEncoder struct {
+	mu  sync.Mutex
+	w   *flate.Writer
+	buf bytes.Buffer
+}
 
-func compressJSON(v any) ([]byte, error) {
+// encode returns v as compressed JSON.
+func (e *statusEncoder) encode(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(raw) / 3)
-	w := compressors.Get().(*flate.Writer)
-	defer compressors.Put(w)
-	w.Reset(&buf)
-	if _, err := w.Write(raw); err != nil {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf.Reset()
+	if e.w == nil {
+		if e.w, err = flate.NewWriter(&e.buf, flate.BestSpeed); err != nil {
+			return nil, err
+		}
+	} else {
+		e.w.Reset(&e.buf)
+	}
+	if _, err := e.w.Write(raw); err != nil {
 		return nil, err
 	}
-	if err := w.Close(); err != nil {
+	if err := e.w.Close(); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return bytes.Clone(e.buf.Bytes()), nil
 }
+
+// A decompressor holds about 40 KiB: reads reuse them.
+var decompressors = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 
 func decompressJSON(data []byte, v any) error {
 	r := decompressors.Get().(io.ReadCloser)

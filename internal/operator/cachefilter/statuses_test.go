@@ -2,6 +2,8 @@ package cachefilter
 
 import (
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,4 +148,40 @@ func TestStatusesAwaitThisProcessWrites(t *testing.T) {
 	g.Expect(statuses.Restore(latest.DeepCopy())).To(BeFalse())
 	statuses.Settled(nginxGVK, key, "11")
 	g.Expect(statuses.Restore(latest.DeepCopy())).To(BeTrue())
+}
+
+// BenchmarkStatusesKeep is what the cache's transform adds per event of a
+// custom resource whose status holds a rendered Nginx manifest.
+func BenchmarkStatusesKeep(b *testing.B) {
+	manifest, err := os.ReadFile("../manifest/testdata/rendered-manifest.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := nginxWithStatus("u1", "1")
+	u.Object["status"].(map[string]any)["deployedRelease"] = map[string]any{"name": "web", "manifest": string(manifest)}
+	statuses := NewStatuses()
+	b.ReportAllocs()
+	for i := range b.N {
+		u.SetResourceVersion(strconv.Itoa(i))
+		statuses.keep(u)
+	}
+	b.ReportMetric(float64(len(statuses.kept[statusKey{nginxGVK, types.NamespacedName{Namespace: "team", Name: "web"}}].status)), "bytes-kept")
+}
+
+// BenchmarkStatusesRestore is what a read of the resource costs.
+func BenchmarkStatusesRestore(b *testing.B) {
+	manifest, err := os.ReadFile("../manifest/testdata/rendered-manifest.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := nginxWithStatus("u1", "1")
+	u.Object["status"].(map[string]any)["deployedRelease"] = map[string]any{"name": "web", "manifest": string(manifest)}
+	statuses := NewStatuses()
+	statuses.keep(u)
+	b.ReportAllocs()
+	for range b.N {
+		if !statuses.Restore(u.DeepCopy()) {
+			b.Fatal("not restored")
+		}
+	}
 }
