@@ -10,9 +10,9 @@ import (
 )
 
 // The cache holds only the shard's custom resources (cachefilter.CacheOptions), but
-// the library reads the custom resource of each request with the
-// manager's client, which reads unstructured objects from the API server,
-// not from the cache. A request for another shard's resource still comes:
+// the library's read of the custom resource of a request goes to the API
+// server when the cache cannot answer it (cachedresource.go), and the API
+// server holds every shard's. A request for another shard's resource still comes:
 // the dependent watches are on kinds, so an event of an object another
 // shard's release rendered maps to that shard's resource. shardFilter
 // makes such a read report the resource as not found, so the library
