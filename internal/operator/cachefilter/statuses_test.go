@@ -150,15 +150,23 @@ func TestStatusesAwaitThisProcessWrites(t *testing.T) {
 	g.Expect(statuses.Restore(latest.DeepCopy())).To(BeTrue())
 }
 
-// BenchmarkStatusesKeep is what the cache's transform adds per event of a
-// custom resource whose status holds a rendered Nginx manifest.
-func BenchmarkStatusesKeep(b *testing.B) {
+// nginxWithRenderedManifest is an Nginx whose status holds a rendered
+// manifest of the nginx chart.
+func nginxWithRenderedManifest(b *testing.B) *unstructured.Unstructured {
+	b.Helper()
 	manifest, err := os.ReadFile("../manifest/testdata/rendered-manifest.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
 	u := nginxWithStatus("u1", "1")
 	u.Object["status"].(map[string]any)["deployedRelease"] = map[string]any{"name": "web", "manifest": string(manifest)}
+	return u
+}
+
+// BenchmarkStatusesKeep is what the cache's transform adds per event of a
+// custom resource whose status holds a rendered Nginx manifest.
+func BenchmarkStatusesKeep(b *testing.B) {
+	u := nginxWithRenderedManifest(b)
 	statuses := NewStatuses()
 	b.ReportAllocs()
 	for i := range b.N {
@@ -170,12 +178,7 @@ func BenchmarkStatusesKeep(b *testing.B) {
 
 // BenchmarkStatusesRestore is what a read of the resource costs.
 func BenchmarkStatusesRestore(b *testing.B) {
-	manifest, err := os.ReadFile("../manifest/testdata/rendered-manifest.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	u := nginxWithStatus("u1", "1")
-	u.Object["status"].(map[string]any)["deployedRelease"] = map[string]any{"name": "web", "manifest": string(manifest)}
+	u := nginxWithRenderedManifest(b)
 	statuses := NewStatuses()
 	statuses.keep(u)
 	b.ReportAllocs()
