@@ -69,7 +69,7 @@ func (s *Statuses) keep(u *unstructured.Unstructured) {
 	if s == nil || u.GetResourceVersion() == "" {
 		return
 	}
-	key := statusKey{u.GroupVersionKind(), types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}}
+	key := keyOf(u)
 	s.mu.Lock()
 	k, ok := s.kept[key]
 	s.mu.Unlock()
@@ -144,7 +144,7 @@ func (s *Statuses) Restore(u *unstructured.Unstructured) bool {
 	if s == nil {
 		return false
 	}
-	key := statusKey{u.GroupVersionKind(), types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}}
+	key := keyOf(u)
 	s.mu.Lock()
 	k, ok := s.kept[key]
 	_, awaited := s.awaited[key]
@@ -164,11 +164,9 @@ func (s *Statuses) Restore(u *unstructured.Unstructured) bool {
 	return true
 }
 
-// Len is how many resources have a status kept.
-func (s *Statuses) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.kept)
+// keyOf is where u's status is kept.
+func keyOf(u *unstructured.Unstructured) statusKey {
+	return statusKey{u.GroupVersionKind(), types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}}
 }
 
 // statusEncoder compresses statuses with one compressor.

@@ -98,7 +98,7 @@ func TestStatusesRestoreTheVersionTheCacheHolds(t *testing.T) {
 	read = cached.DeepCopy()
 	read.SetResourceVersion("9")
 	g.Expect(statuses.Restore(read)).To(BeFalse(), "forgotten once deleted")
-	g.Expect(statuses.Len()).To(Equal(1))
+	g.Expect(len(statuses.kept)).To(Equal(1))
 }
 
 // Kept compressed, a status with its manifest costs a fraction of its JSON.
