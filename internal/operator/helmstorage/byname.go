@@ -120,12 +120,10 @@ var ErrUnseenRecord = errors.New("the release has a record the runtime's cache h
 // stored, when the index holds none (a first install): the cache has seen
 // this process's own last write, and a record stored since by anyone else
 // (helm, another operator) makes the API server refuse the action's own
-// next record, before the action changes any object (for a first install
-// whose pending record the memo holds, the read of that record's name
-// refuses it: first.go). Then every later read of the release through this
-// memo is refused (ErrUnseenRecord), so that a clean-up or a rollback of
-// the failed action deletes and writes nothing, and the next reconcile
-// reads anew.
+// next record, before the action changes any object. Then every later
+// read of the release through this memo is refused (ErrUnseenRecord), so
+// that a clean-up or a rollback of the failed action deletes and writes
+// nothing, and the next reconcile reads anew.
 func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	if d.byName.index == nil {
 		return nil, false
@@ -137,7 +135,7 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	slices.Sort(versions)
 	records := make([]*release.Release, 0, len(versions))
 	for _, v := range versions {
-		r, err := d.Driver.Get(recordKey(name, v))
+		r, err := d.Get(recordKey(name, v))
 		if err != nil {
 			return nil, false // gone since the index saw it, or the read failed
 		}
@@ -153,7 +151,7 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	}
 	// Last: Helm stores a new revision before it updates the one it
 	// supersedes, so a write that raced the reads above shows here.
-	if _, err := d.Driver.Get(recordKey(name, indexed+1)); !errors.Is(err, driver.ErrReleaseNotFound) {
+	if _, err := d.Get(recordKey(name, indexed+1)); !errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, false // newer than the index knows, or the read failed
 	}
 	return records, true

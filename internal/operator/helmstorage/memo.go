@@ -3,8 +3,7 @@
 // but gzipped at a faster level (secrets.go), under a check that refuses a
 // new record too large for a Secret before it is sent (recordsize.go), and
 // a memo that reads each release's records once per action client, by
-// name when the runtime's cache knows them (byname.go), and holds a first
-// install's pending record until it stores the outcome (first.go).
+// name when the runtime's cache knows them (byname.go).
 package helmstorage
 
 import (
@@ -51,19 +50,6 @@ type Memo struct {
 	name    string             // the release whose records are held; "" when none are
 	records []*release.Release // empty: none stored
 	onWrite []func()
-	// first is a release's first record, held until the install stores
-	// its outcome (see holdFirst); nil when none is held.
-	first *heldRecord
-
-	// writing serialises the writes: Helm may record an install's outcome
-	// from two goroutines (its context's end, and the install itself).
-	writing sync.Mutex
-}
-
-// heldRecord is a record held in memory under its key.
-type heldRecord struct {
-	key string
-	rls *release.Release
 }
 
 // NewMemo returns d under a memo that lists a release's records.
@@ -114,57 +100,25 @@ func (d *Memo) Query(labels map[string]string) ([]*release.Release, error) {
 	return matched, nil
 }
 
-// Create stores a record and forgets what was read. A first install's
-// pending record may be held instead (holdFirst).
+// Create stores a record and forgets what was read.
 func (d *Memo) Create(key string, rls *release.Release) error {
-	d.writing.Lock()
-	defer d.writing.Unlock()
-	if d.mayHoldFirst(rls) {
-		return d.holdFirst(key, rls)
-	}
 	defer d.drop()
 	err := d.Driver.Create(key, rls)
 	d.noteWrite(rls.Name, rls.Version, err)
 	return err
 }
 
-// Update stores a record and forgets what was read. The outcome of an
-// install whose first record is held is stored with a create.
+// Update stores a record and forgets what was read.
 func (d *Memo) Update(key string, rls *release.Release) error {
-	d.writing.Lock()
-	defer d.writing.Unlock()
 	defer d.drop()
-	var err error
-	if d.takeFirst(key) != nil {
-		err = d.Driver.Create(key, rls)
-	} else {
-		err = d.Driver.Update(key, rls)
-	}
+	err := d.Driver.Update(key, rls)
 	d.noteWrite(rls.Name, rls.Version, err)
 	return err
 }
 
-// Get returns the record named key: the held first record, or the
-// driver's.
-func (d *Memo) Get(key string) (*release.Release, error) {
-	d.mu.Lock()
-	first := d.first
-	d.mu.Unlock()
-	if first != nil && first.key == key {
-		return first.rls, nil
-	}
-	return d.Driver.Get(key)
-}
-
-// Delete removes a record and forgets what was read. A held first record
-// is dropped without a request: it was never stored.
+// Delete removes a record and forgets what was read.
 func (d *Memo) Delete(key string) (*release.Release, error) {
-	d.writing.Lock()
-	defer d.writing.Unlock()
 	defer d.drop()
-	if first := d.takeFirst(key); first != nil {
-		return first.rls, nil
-	}
 	rls, err := d.Driver.Delete(key)
 	if err == nil && rls != nil {
 		d.byName.own.deleted(d.byName.namespace, rls.Name, rls.Version)
@@ -172,14 +126,10 @@ func (d *Memo) Delete(key string) (*release.Release, error) {
 	return rls, err
 }
 
-// drop forgets the held list and tells the OnWrite functions. A held
-// first record is the whole list of its release.
+// drop forgets the held list and tells the OnWrite functions.
 func (d *Memo) drop() {
 	d.mu.Lock()
 	d.name, d.records = "", nil
-	if d.first != nil {
-		d.name, d.records = d.first.rls.Name, []*release.Release{d.first.rls}
-	}
 	onWrite := d.onWrite
 	d.mu.Unlock()
 	for _, f := range onWrite {
