@@ -52,35 +52,58 @@ const MaxRecordSize = corev1.MaxSecretSize
 const RecordGzipLevel = gzip.DefaultCompression
 
 // EncodeRecord returns the data of rel's record as the runtime's storage
-// writes it: rel as JSON, gzipped at RecordGzipLevel, base64-encoded. A
-// record that would then exceed MaxRecordSize is gzipped at best
-// compression instead, as Helm's driver gzips every record, so that the
-// runtime refuses no record Helm could store.
+// writes it: rel as JSON, gzipped at RecordGzipLevel, base64-encoded. The
+// JSON of rel's chart, the same for every release of a chart, is gzipped
+// once as a member of its own (chartMembers), and the rest of rel after
+// it: a gzip stream of two members, which Helm's decoder, like every gzip
+// reader, reads as the one JSON object. A record that would then exceed
+// MaxRecordSize is rel's JSON gzipped at best compression instead, as
+// Helm's driver gzips every record, so that the runtime refuses no record
+// Helm could store.
 func EncodeRecord(rel *hrelease.Release) ([]byte, error) {
-	b, err := json.Marshal(rel)
+	zipped, err := recordGzip(rel, MaxRecordSize)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, base64.StdEncoding.EncodedLen(len(zipped)))
+	base64.StdEncoding.Encode(data, zipped)
+	return data, nil
+}
+
+// recordGzip returns rel's record before base64: its chart's member and
+// the rest of its JSON at RecordGzipLevel, or, when that would exceed limit
+// once base64-encoded, its JSON at best compression.
+func recordGzip(rel *hrelease.Release, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	rest := *rel
+	rest.Chart = nil
+	b, err := json.Marshal(&rest)
 	if err != nil {
 		return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
 	}
-	return encodeRecord(b, MaxRecordSize)
-}
-
-// encodeRecord returns the record whose JSON is b: gzipped at
-// RecordGzipLevel, or at best compression when that would exceed limit,
-// base64-encoded.
-func encodeRecord(b []byte, limit int) ([]byte, error) {
-	var buf bytes.Buffer
+	if rel.Chart != nil && len(b) > 2 {
+		member, err := chartMembers.member(rel.Chart)
+		if err != nil {
+			return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
+		}
+		buf.Write(member)
+		b = b[1:] // the member opened the object
+	}
 	if err := gzipRecord(&buf, b, RecordGzipLevel); err != nil {
 		return nil, err
 	}
-	if base64.StdEncoding.EncodedLen(buf.Len()) > limit {
-		buf.Reset()
-		if err := gzipRecord(&buf, b, gzip.BestCompression); err != nil {
-			return nil, err
-		}
+	if base64.StdEncoding.EncodedLen(buf.Len()) <= limit {
+		return buf.Bytes(), nil
 	}
-	data := make([]byte, base64.StdEncoding.EncodedLen(buf.Len()))
-	base64.StdEncoding.Encode(data, buf.Bytes())
-	return data, nil
+	whole, err := json.Marshal(rel)
+	if err != nil {
+		return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
+	}
+	buf.Reset()
+	if err := gzipRecord(&buf, whole, gzip.BestCompression); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // gzipRecord writes b to w gzipped at level.
@@ -123,11 +146,11 @@ var recordWriters = sync.Pool{New: func() any {
 // RecordSize returns the size in bytes of rel's record as the runtime's
 // storage writes it (EncodeRecord).
 func RecordSize(rel *hrelease.Release) (int, error) {
-	b, err := json.Marshal(rel)
+	zipped, err := recordGzip(rel, MaxRecordSize)
 	if err != nil {
-		return 0, fmt.Errorf("encode release %s: %w", rel.Name, err)
+		return 0, err
 	}
-	return encodedSize(b, MaxRecordSize)
+	return base64.StdEncoding.EncodedLen(len(zipped)), nil
 }
 
 // CheckRecord returns a *RecordTooLargeError when rel's record would exceed
@@ -143,7 +166,7 @@ func CheckRecord(rel *hrelease.Release) error {
 	if maxEncodedSize(len(b)) <= MaxRecordSize {
 		return nil
 	}
-	size, err := encodedSize(b, MaxRecordSize)
+	size, err := RecordSize(rel)
 	if err != nil {
 		return err
 	}
@@ -153,38 +176,14 @@ func CheckRecord(rel *hrelease.Release) error {
 	return &RecordTooLargeError{Release: rel.Name, Namespace: rel.Namespace, Size: size, Largest: LargestValues(rel.Config)}
 }
 
-// encodedSize is the length of the record whose JSON is b, as
-// encodeRecord(b, limit) encodes it, without keeping its bytes.
-func encodedSize(b []byte, limit int) (int, error) {
-	size := func(level int) (int, error) {
-		var n byteCounter
-		if err := gzipRecord(&n, b, level); err != nil {
-			return 0, err
-		}
-		return base64.StdEncoding.EncodedLen(int(n)), nil
-	}
-	n, err := size(RecordGzipLevel)
-	if err != nil || n <= limit {
-		return n, err
-	}
-	return size(gzip.BestCompression)
-}
-
 // maxEncodedSize bounds the record of n bytes of JSON. Deflate stores a
 // block it cannot compress as it is, with a 5-byte header, or, when the
 // block's input has left its window, codes it with the fixed Huffman code,
-// at most 9 bits a byte; a gzip stream adds 18 bytes of header and trailer.
-// n/8 covers the worst of those, n/1024 and 64 the block headers.
+// at most 9 bits a byte; each of the record's two gzip members adds 18
+// bytes of header and trailer. n/8 covers the worst of those, n/1024 and
+// 64 a member the block headers.
 func maxEncodedSize(n int) int {
-	return base64.StdEncoding.EncodedLen(n + n/8 + n/1024 + 64)
-}
-
-// byteCounter counts what is written to it.
-type byteCounter int
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
-	return len(p), nil
+	return base64.StdEncoding.EncodedLen(n + n/8 + n/1024 + 2*64)
 }
 
 // CheckInstallRecord returns a *RecordTooLargeError when the record of an

@@ -96,12 +96,15 @@ func TestEncodeRecord(t *testing.T) {
 	rel := testRecord(text.String())
 	b, err := json.Marshal(rel)
 	g.Expect(err).NotTo(HaveOccurred())
-	atLevel := func(level int) []byte {
-		var buf bytes.Buffer
-		g.Expect(gzipRecord(&buf, b, level)).To(Succeed())
-		return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
+	encoded := func(zipped []byte) []byte {
+		return []byte(base64.StdEncoding.EncodeToString(zipped))
 	}
-	fast, best := atLevel(RecordGzipLevel), atLevel(gzip.BestCompression)
+	zipped, err := recordGzip(rel, MaxRecordSize)
+	g.Expect(err).NotTo(HaveOccurred())
+	fast := encoded(zipped)
+	var buf bytes.Buffer
+	g.Expect(gzipRecord(&buf, b, gzip.BestCompression)).To(Succeed())
+	best := encoded(buf.Bytes())
 	g.Expect(len(best)).To(BeNumerically("<", len(fast)), "the text tells the levels apart")
 
 	data, err := EncodeRecord(rel)
@@ -121,10 +124,9 @@ func TestEncodeRecord(t *testing.T) {
 		{len(best) - 1, best},
 	}
 	for _, tc := range cases {
-		data, err := encodeRecord(b, tc.limit)
+		zipped, err := recordGzip(rel, tc.limit)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(bytes.Equal(data, tc.want)).To(BeTrue(), "limit %d: %d bytes, want %d", tc.limit, len(data), len(tc.want))
-		g.Expect(encodedSize(b, tc.limit)).To(Equal(len(tc.want)), "limit %d", tc.limit)
+		g.Expect(bytes.Equal(encoded(zipped), tc.want)).To(BeTrue(), "limit %d: %d bytes, want %d", tc.limit, len(encoded(zipped)), len(tc.want))
 	}
 }
 
@@ -188,19 +190,66 @@ func TestJSONStringLen(t *testing.T) {
 }
 
 // TestMaxEncodedSize: the bound under which CheckRecord does not compress
-// holds for what compresses worst, random bytes, at every size up to past
-// the limit.
+// holds for what compresses worst, random bytes, in the record's two gzip
+// members, at every size up to past the limit.
 func TestMaxEncodedSize(t *testing.T) {
 	g := NewWithT(t)
 	for _, n := range []int{0, 1, 100, 16_384, 65_536, 100_000, 700_000, 1_200_000} {
 		b := make([]byte, n)
 		_, err := rand.Read(b)
 		g.Expect(err).NotTo(HaveOccurred())
-		size, err := encodedSize(b, MaxRecordSize)
-		g.Expect(err).NotTo(HaveOccurred())
+		var buf bytes.Buffer
+		g.Expect(gzipRecord(&buf, b[:n*9/10], RecordGzipLevel)).To(Succeed())
+		g.Expect(gzipRecord(&buf, b[n*9/10:], RecordGzipLevel)).To(Succeed())
+		size := base64.StdEncoding.EncodedLen(buf.Len())
 		g.Expect(size).To(BeNumerically("<=", maxEncodedSize(n)), "%d random bytes", n)
 	}
 	g.Expect(maxEncodedSize(600_000)).To(BeNumerically("<", MaxRecordSize), "a record of 600 KB of JSON is not compressed")
+}
+
+// TestEncodeRecordSharesTheChart: records of releases of one chart begin
+// with the same gzip member, the chart's, and each reads back, through a
+// gzip reader as Helm's driver reads it, as its own release.
+func TestEncodeRecordSharesTheChart(t *testing.T) {
+	g := NewWithT(t)
+	decode := func(data []byte) *hrelease.Release {
+		zipped, err := base64.StdEncoding.DecodeString(string(data))
+		g.Expect(err).NotTo(HaveOccurred())
+		zr, err := gzip.NewReader(bytes.NewReader(zipped))
+		g.Expect(err).NotTo(HaveOccurred())
+		var back hrelease.Release
+		g.Expect(json.NewDecoder(zr).Decode(&back)).To(Succeed())
+		return &back
+	}
+	jsonOf := func(rel *hrelease.Release) string {
+		b, err := json.Marshal(rel)
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(b)
+	}
+	hello, bye := testRecord("hello"), testRecord("bye")
+	bye.Version, bye.Info.Status = 2, hrelease.StatusDeployed
+	member, err := chartMembers.member(hello.Chart)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, rel := range []*hrelease.Release{hello, bye} {
+		data, err := EncodeRecord(rel)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(jsonOf(decode(data))).To(Equal(jsonOf(rel)), "release %d reads back whole", rel.Version)
+		zipped, err := base64.StdEncoding.DecodeString(string(data))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(bytes.HasPrefix(zipped, member)).To(BeTrue(), "release %d starts with the chart's member", rel.Version)
+	}
+
+	other := testRecord("hello")
+	other.Chart.Values = map[string]interface{}{"greeting": "changed"}
+	data, err := EncodeRecord(other)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decode(data).Chart.Values).To(Equal(other.Chart.Values), "another chart, its own member")
+
+	noChart := testRecord("hello")
+	noChart.Chart = nil
+	data, err = EncodeRecord(noChart)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(jsonOf(decode(data))).To(Equal(jsonOf(noChart)))
 }
 
 // TestInstallRecord: the release built from a render splits hooks from
@@ -323,15 +372,22 @@ func TestRecordRefused(t *testing.T) {
 // reads back as its release.
 func TestEncodeRecordReusesWriters(t *testing.T) {
 	g := NewWithT(t)
+	// What new writers write: the chart's member, then the rest's.
 	fresh := func(rel *hrelease.Release) []byte {
-		b, err := json.Marshal(rel)
+		chartJSON, err := json.Marshal(rel.Chart)
+		g.Expect(err).NotTo(HaveOccurred())
+		rest := *rel
+		rest.Chart = nil
+		restJSON, err := json.Marshal(&rest)
 		g.Expect(err).NotTo(HaveOccurred())
 		var buf bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&buf, RecordGzipLevel)
-		g.Expect(err).NotTo(HaveOccurred())
-		_, err = zw.Write(b)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(zw.Close()).To(Succeed())
+		for _, part := range [][]byte{append(append([]byte(`{"chart":`), chartJSON...), ','), restJSON[1:]} {
+			zw, err := gzip.NewWriterLevel(&buf, RecordGzipLevel)
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = zw.Write(part)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(zw.Close()).To(Succeed())
+		}
 		return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
 	}
 	for i, greeting := range []string{"hello", randomText(t, 50_000), "hello", "bye"} {
