@@ -81,13 +81,18 @@ func recordGzip(rel *hrelease.Release, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
 	}
-	if rel.Chart != nil && len(b) > 2 {
+	switch {
+	case rel.Chart != nil && len(b) > len("{}"):
 		member, err := chartMembers.member(rel.Chart)
 		if err != nil {
 			return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
 		}
 		buf.Write(member)
 		b = b[1:] // the member opened the object
+	case rel.Chart != nil: // nothing but the chart: one member
+		if b, err = json.Marshal(rel); err != nil {
+			return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
+		}
 	}
 	if err := gzipRecord(&buf, b, RecordGzipLevel); err != nil {
 		return nil, err

@@ -250,6 +250,11 @@ func TestEncodeRecordSharesTheChart(t *testing.T) {
 	data, err = EncodeRecord(noChart)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(jsonOf(decode(data))).To(Equal(jsonOf(noChart)))
+
+	onlyChart := &hrelease.Release{Chart: hello.Chart}
+	data, err = EncodeRecord(onlyChart)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(jsonOf(decode(data))).To(Equal(jsonOf(onlyChart)))
 }
 
 // TestInstallRecord: the release built from a render splits hooks from
