@@ -49,6 +49,18 @@ func testRecord(greeting string) *hrelease.Release {
 	}
 }
 
+// decodeRecord reads the release back from a record's data as Helm's
+// driver does: base64, a gzip reader (of every member), JSON.
+func decodeRecord(g Gomega, data []byte) *hrelease.Release {
+	zipped, err := base64.StdEncoding.DecodeString(string(data))
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var back hrelease.Release
+	g.ExpectWithOffset(1, json.NewDecoder(zr).Decode(&back)).To(Succeed())
+	return &back
+}
+
 // storedSize is the size of rel's record as the runtime's storage writes
 // it (helmstorage.Secrets writes EncodeRecord's bytes, and its tests read
 // them back through Helm's driver).
@@ -212,15 +224,7 @@ func TestMaxEncodedSize(t *testing.T) {
 // gzip reader as Helm's driver reads it, as its own release.
 func TestEncodeRecordSharesTheChart(t *testing.T) {
 	g := NewWithT(t)
-	decode := func(data []byte) *hrelease.Release {
-		zipped, err := base64.StdEncoding.DecodeString(string(data))
-		g.Expect(err).NotTo(HaveOccurred())
-		zr, err := gzip.NewReader(bytes.NewReader(zipped))
-		g.Expect(err).NotTo(HaveOccurred())
-		var back hrelease.Release
-		g.Expect(json.NewDecoder(zr).Decode(&back)).To(Succeed())
-		return &back
-	}
+	decode := func(data []byte) *hrelease.Release { return decodeRecord(g, data) }
 	jsonOf := func(rel *hrelease.Release) string {
 		b, err := json.Marshal(rel)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -400,14 +404,7 @@ func TestEncodeRecordReusesWriters(t *testing.T) {
 		data, err := EncodeRecord(rel)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(bytes.Equal(data, fresh(rel))).To(BeTrue(), "record %d", i)
-
-		zipped, err := base64.StdEncoding.DecodeString(string(data))
-		g.Expect(err).NotTo(HaveOccurred())
-		zr, err := gzip.NewReader(bytes.NewReader(zipped))
-		g.Expect(err).NotTo(HaveOccurred())
-		var back hrelease.Release
-		g.Expect(json.NewDecoder(zr).Decode(&back)).To(Succeed())
-		g.Expect(back.Config["greeting"]).To(Equal(greeting), "record %d", i)
+		g.Expect(decodeRecord(g, data).Config["greeting"]).To(Equal(greeting), "record %d", i)
 	}
 }
 
