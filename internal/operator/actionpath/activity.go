@@ -68,6 +68,16 @@ func (a *Activity) Busy(key string) bool {
 	return a.inFlight[key] > 0
 }
 
+// LastEnded is when the last action of this process on key ended; zero
+// when none did. The readiness controller waits from then until the
+// action's post-release hook (or the library's status write, when the
+// action failed) tells it which revision the objects now are.
+func (a *Activity) LastEnded(key string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.finished[key].end
+}
+
 // staleness reports whether a pending revision of key stored at started is
 // stale, and why (see the package comment above). A reconcile only runs on
 // the leader, so the first call also marks the leadership start when the

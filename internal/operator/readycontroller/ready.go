@@ -97,6 +97,10 @@ const (
 	// afterHook is how long after the post-release hook the controller
 	// waits for the library's status write of the same reconcile.
 	afterHook = 250 * time.Millisecond
+	// reportWait bounds how long after an action ended the controller
+	// waits for what reports it (the post-release hook, or the library's
+	// status write of a failure) before it judges the objects anyway.
+	reportWait = 10 * time.Second
 )
 
 // readyEntry is what the tracker knows of one custom resource.
@@ -111,6 +115,9 @@ type readyEntry struct {
 	// its status right after it, so the controller waits for that write
 	// (afterHook) instead of racing it.
 	hookAt time.Time
+	// stampedAt is when the library last wrote the status (StampStatus):
+	// the end of a reconcile, whether its action succeeded or not.
+	stampedAt time.Time
 	// rev is the revision the post-release hook last saw applied.
 	rev revisionInfo
 	// status and resourceVersion are the custom resource's as this
@@ -315,6 +322,23 @@ func (t *Tracker) appliedAt(rel release.Release) time.Time {
 	return rel.Info.LastDeployed.Time
 }
 
+// unreported returns how long to wait before judging e's release when an
+// action of this process on it ended (at ended) after the post-release
+// hook and the library's status write last ran: the objects are then a
+// revision the tracker does not know yet, and judged as the revision
+// before it they say the wrong thing. A rollback's objects are all ready
+// at once (the Deployment's old ReplicaSet takes over): judged as the
+// revision rolled back, Ready turns True, then Progressing once the
+// hook reports the rollback, then True again. The hook, or the status
+// write of a failed action, comes within moments; after reportWait the
+// release is judged anyway.
+func unreported(ended time.Time, e *readyEntry, now time.Time) time.Duration {
+	if ended.IsZero() || !ended.After(e.hookAt) || !ended.After(e.stampedAt) || now.Sub(ended) >= reportWait {
+		return 0
+	}
+	return afterHook
+}
+
 // recentAction: a release deployed less than this long before the hook
 // runs was deployed by the action that just ended (Helm records when an
 // action started; an install on a busy API server takes seconds).
@@ -485,6 +509,9 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	t.mu.Unlock()
 
 	now := t.clock.Now()
+	if wait := unreported(t.activity.LastEnded(t.releaseKey(cr)), &snapshot, now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	if wait := afterHook - now.Sub(snapshot.hookAt); wait > 0 || snapshot.status == nil {
 		// The library's status write of this reconcile is still to come
 		// (a new resource has no status before it).

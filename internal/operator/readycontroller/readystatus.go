@@ -44,6 +44,7 @@ func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written f
 		t.mu.Lock()
 		stored := t.entryLocked(key, u.GetUID())
 		stored.generation = u.GetGeneration()
+		stored.stampedAt = t.clock.Now()
 		t.mu.Unlock()
 		t.written(key, &e, u, v)
 	}
