@@ -212,10 +212,13 @@ func withRemediation(st, known map[string]any, e *readyEntry, v readiness.Verdic
 			}
 			history = append(history[:i], append([]HistoryEntry{h}, history[i:]...)...)
 		}
-		// A revision remediated for not becoming Ready is not judged
-		// again: what is judged after its rollback, before this process
-		// saw the rollback, is the rollback's objects.
-		remediated := hasRec && rec.Revision == e.rev.revision && rec.SameSpec(obj)
+		// A revision rolled back or uninstalled for not becoming Ready
+		// is not judged again: what is judged after its rollback, before
+		// this process saw the rollback, is the rollback's objects. One
+		// left as it was (a first install, remediation off) is still the
+		// release's objects, and Ready late is Ready: a later broken
+		// upgrade rolls back to it.
+		remediated := hasRec && rec.Revision == e.rev.revision && rec.SameSpec(obj) && rec.Action != actionpath.RemediationNone
 		if v.Ready && !history[i].Ready && !remediated {
 			history[i].Ready = true
 			history[i].ReadyAt = now.UTC().Format(time.RFC3339)

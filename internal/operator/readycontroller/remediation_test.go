@@ -51,3 +51,33 @@ func TestStatusWriteLostToAConflict(t *testing.T) {
 	r, _ = remediationOf(next)
 	g.Expect(r.RolledBackAs).To(Equal(3))
 }
+
+// TestLateReadyAfterNoRemediation: a first install that missed its
+// deadline is left as it is (remediation none); when its objects become
+// Ready after all, its history entry says Ready, so that a later broken
+// upgrade has a revision to roll back to. A revision that was rolled back
+// is not marked Ready by what is judged after it (the rollback's objects).
+func TestLateReadyAfterNoRemediation(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	obj := &unstructured.Unstructured{}
+	obj.SetGeneration(1)
+	for _, tc := range []struct {
+		action    string
+		wantReady bool
+	}{
+		{actionpath.RemediationNone, true},
+		{actionpath.RemediationRollback, false},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			g := NewWithT(t)
+			rec := actionpath.Remediation{Revision: 1, Generation: 1, Action: tc.action, At: now.Format(time.RFC3339)}
+			history := []HistoryEntry{{Revision: 1, AppliedAt: now.Add(-time.Minute).Format(time.RFC3339)}}
+			known := map[string]any{"history": historyValue(history), actionpath.StatusRemediation: rec.Map()}
+			e := &readyEntry{generation: 1, rev: revisionInfo{revision: 1, appliedAt: now.Add(-time.Minute)}}
+			e.release.Revision = 1
+			st, _ := withRemediation(map[string]any{}, known, e, readiness.Verdict{Ready: true}, obj, now)
+			g.Expect(ReadHistory(st)).To(HaveLen(1))
+			g.Expect(ReadHistory(st)[0].Ready).To(Equal(tc.wantReady))
+		})
+	}
+}
