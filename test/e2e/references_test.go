@@ -42,6 +42,7 @@ func replicaSetsOf(ctx context.Context, g Gomega, ns, name string) []string {
 // hash) within 30 s and makes no release revision; an idle minute after
 // that adds neither a revision nor a rollout.
 func TestWebAppSecretReferences(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
 	const ns, name = "refs", "vault"
