@@ -246,6 +246,15 @@ func BenchmarkEncodeRecord(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(ours)), "record-bytes")
 	})
+	// What the storage and the action path measure before each record
+	// created and each dry-run upgrade.
+	b.Run("check/ours", func(b *testing.B) {
+		for b.Loop() {
+			if err := prelease.CheckRecord(rel); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	decode := func(data []byte) func(b *testing.B) {
 		return func(b *testing.B) {
 			cs := fake.NewClientset(&corev1.Secret{

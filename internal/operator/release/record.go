@@ -83,7 +83,7 @@ func recordGzip(rel *hrelease.Release, limit int) ([]byte, error) {
 	}
 	switch {
 	case rel.Chart != nil && len(b) > len("{}"):
-		member, err := chartMembers.member(rel.Chart)
+		member, _, err := chartMembers.member(rel.Chart)
 		if err != nil {
 			return nil, fmt.Errorf("encode release %s: %w", rel.Name, err)
 		}
@@ -164,11 +164,11 @@ func RecordSize(rel *hrelease.Release) (int, error) {
 // compressing one costs many times what encoding it does
 // (BenchmarkCheckRecord).
 func CheckRecord(rel *hrelease.Release) error {
-	b, err := json.Marshal(rel)
+	n, err := recordJSONLen(rel)
 	if err != nil {
 		return fmt.Errorf("encode release %s: %w", rel.Name, err)
 	}
-	if maxEncodedSize(len(b)) <= MaxRecordSize {
+	if maxEncodedSize(n) <= MaxRecordSize {
 		return nil
 	}
 	size, err := RecordSize(rel)
@@ -179,6 +179,28 @@ func CheckRecord(rel *hrelease.Release) error {
 		return nil
 	}
 	return &RecordTooLargeError{Release: rel.Name, Namespace: rel.Namespace, Size: size, Largest: LargestValues(rel.Config)}
+}
+
+// recordJSONLen is the length of rel's JSON: that of rel without its
+// chart, and that of the chart, which its kept member knows (the chart
+// goes in as `"chart":<chart>,` after the opening brace, or as
+// `"chart":<chart>` when it is all there is).
+func recordJSONLen(rel *hrelease.Release) (int, error) {
+	rest := *rel
+	rest.Chart = nil
+	b, err := json.Marshal(&rest)
+	if err != nil || rel.Chart == nil {
+		return len(b), err
+	}
+	_, chartLen, err := chartMembers.member(rel.Chart)
+	if err != nil {
+		return 0, err
+	}
+	n := len(b) + len(`"chart":`) + chartLen
+	if len(b) > len("{}") {
+		n++ // the comma after the chart
+	}
+	return n, nil
 }
 
 // maxEncodedSize bounds the record of n bytes of JSON. Deflate stores a

@@ -232,7 +232,7 @@ func TestEncodeRecordSharesTheChart(t *testing.T) {
 	}
 	hello, bye := testRecord("hello"), testRecord("bye")
 	bye.Version, bye.Info.Status = 2, hrelease.StatusDeployed
-	member, err := chartMembers.member(hello.Chart)
+	member, _, err := chartMembers.member(hello.Chart)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, rel := range []*hrelease.Release{hello, bye} {
 		data, err := EncodeRecord(rel)
