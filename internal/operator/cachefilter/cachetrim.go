@@ -13,7 +13,6 @@ import (
 
 	"github.com/acme/platform-operator/internal/operator/manifest"
 	"github.com/acme/platform-operator/internal/operator/readiness"
-	"github.com/acme/platform-operator/internal/operator/release"
 )
 
 // HelmReleaseSecretType is the type of the Secrets Helm stores releases in.
@@ -41,15 +40,12 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     the watched custom resources) as their metadata and a digest of the
 //     rest (see fingerprint). They were most of the cache.
 //   - The watched custom resources with only the part of their status a
-//     chart rollout counts (trimStatus) and of their spec its valuesFrom
-//     (trimSpec). The status holds the release's whole manifest
-//     (status.deployedRelease.manifest), a few KiB per resource: at
-//     scale, most of the memory the runtime held (docs/benchmarks.md);
-//     the spec, with the defaults of the kind's schema, most of the rest.
-//     The whole spec and status of the version cached are kept
-//     compressed in statuses, from which the library's read of its
-//     resource is answered (Statuses). Without statuses (nil) the spec
-//     is cached whole.
+//     chart rollout counts (trimStatus). The status holds the release's
+//     whole manifest (status.deployedRelease.manifest), a few KiB per
+//     resource: at scale, most of the memory the runtime held
+//     (docs/benchmarks.md). The whole status of the version cached is
+//     kept compressed in statuses, from which the library's read of its
+//     resource is answered (Statuses).
 //   - Pods and PersistentVolumeClaims, cached once a release waits for
 //     Pods (readycontroller), with only what says why a Pod is not ready
 //     (trimPod) and a claim's phase.
@@ -103,9 +99,6 @@ func (t cacheTrim) transform(obj any) (any, error) {
 		if t.watched[o.GroupVersionKind()] {
 			t.statuses.keep(o)
 			trimStatus(o)
-			if t.statuses.Keeps() {
-				trimSpec(o)
-			}
 		} else {
 			fingerprint(o)
 		}
@@ -254,22 +247,6 @@ func trimStatus(u *unstructured.Unstructured) {
 		return
 	}
 	u.Object["status"] = kept
-}
-
-// trimSpec keeps of a custom resource's spec what is read from the cache
-// without the whole spec put back: valuesFrom, by which the resources
-// that take values from a Secret or ConfigMap are indexed (helmruntime's
-// valuesFrom watch). Idempotent.
-func trimSpec(u *unstructured.Unstructured) {
-	spec, ok := u.Object["spec"].(map[string]any)
-	if !ok {
-		return
-	}
-	if v, ok := spec[release.ValuesFromField]; ok {
-		u.Object["spec"] = map[string]any{release.ValuesFromField: v}
-		return
-	}
-	delete(u.Object, "spec")
 }
 
 // pick copies the keys of m that are set.

@@ -14,21 +14,17 @@ import (
 )
 
 // Statuses keeps, for every watched custom resource the cache holds, the
-// whole spec and status of the version the cache holds, compressed.
+// whole status of the version the cache holds, compressed.
 //
-// The cache trims a custom resource's status (trimStatus) and its spec
-// (trimSpec): the status carries the release's manifest, a few KiB per
-// resource, and the spec, with every default of the kind's schema filled
-// in by the API server, is most of what is left; as decoded JSON each
-// costs many times its size, and at ten thousand resources that was a
-// fifth of the heap the garbage collector marks again and again under the
-// memory limit. The library reads the resource at the start of every
-// reconcile, takes its values from the spec and writes its status back
-// from that copy. With spec and status kept here, that read is answered
-// by the cached resource with both put back (the helmruntime's cached
-// resource client), as long as what is kept is of the resourceVersion the
-// cache holds; otherwise the read goes to the API server. Compressed,
-// they cost about a fifth of their JSON.
+// The cache trims a custom resource's status (trimStatus): the status
+// carries the release's manifest, a few KiB per resource. The library
+// reads the resource at the start of every reconcile and writes its status
+// back from that copy, so it read the resource from the API server: one
+// request per install and per upgrade. With the status kept here, that read
+// is answered by the cached resource with its status put back (the
+// helmruntime's cached resource client), as long as the status kept is of
+// the resourceVersion the cache holds; otherwise the read goes to the API
+// server as before. Compressed, a status costs about a fifth of its JSON.
 //
 // A write of this process tells what the cache has not seen yet: until the
 // cache holds the version written (Wrote), the resource is read from the
@@ -53,27 +49,22 @@ type statusKey struct {
 	types.NamespacedName
 }
 
-// keptStatus is the spec and status of one version of a resource: the
-// JSON of an object holding those of the two it has, compressed.
+// keptStatus is the status of one version of a resource: its JSON,
+// compressed; nil for a resource without status.
 type keptStatus struct {
 	uid             types.UID
 	resourceVersion string
-	content         []byte
+	status          []byte
 }
-
-// keptFields are the top-level fields of a resource the cache trims and
-// Statuses keeps whole.
-var keptFields = [...]string{"spec", "status"}
 
 // NewStatuses returns an empty store; CacheOptions fills it.
 func NewStatuses() *Statuses {
 	return &Statuses{kept: map[statusKey]keptStatus{}, awaited: map[statusKey]string{}}
 }
 
-// keep records u's spec and status, before the cache trims them. A
-// version already kept is not encoded again: client-go may hand the
-// transform an object it already transformed (a resync), whose spec and
-// status are the trimmed ones.
+// keep records u's status, before the cache trims it. A version already
+// kept is not encoded again: client-go may hand the transform an object it
+// already transformed (a resync), whose status is the trimmed one.
 func (s *Statuses) keep(u *unstructured.Unstructured) {
 	if s == nil || u.GetResourceVersion() == "" {
 		return
@@ -85,18 +76,15 @@ func (s *Statuses) keep(u *unstructured.Unstructured) {
 	if ok && k.uid == u.GetUID() && k.resourceVersion == u.GetResourceVersion() {
 		return
 	}
-	content := make(map[string]any, len(keptFields))
-	for _, f := range keptFields {
-		if v, ok := u.Object[f]; ok {
-			content[f] = v
+	k = keptStatus{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
+	if st, ok := u.Object["status"]; ok {
+		encoded, err := s.encoder.encode(st)
+		if err != nil {
+			s.Forget(key.gvk, key.NamespacedName)
+			return
 		}
+		k.status = encoded
 	}
-	encoded, err := s.encoder.encode(content)
-	if err != nil {
-		s.Forget(key.gvk, key.NamespacedName)
-		return
-	}
-	k = keptStatus{uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), content: encoded}
 	s.mu.Lock()
 	s.kept[key] = k
 	if s.awaited[key] == k.resourceVersion {
@@ -104,10 +92,6 @@ func (s *Statuses) keep(u *unstructured.Unstructured) {
 	}
 	s.mu.Unlock()
 }
-
-// Keeps reports whether s keeps the spec and status of the resources it
-// is given: the cache trims them only then.
-func (s *Statuses) Keeps() bool { return s != nil }
 
 // Wrote records that this process wrote version resourceVersion of a
 // resource: until the cache holds it, Restore answers no read of the
@@ -152,10 +136,10 @@ func (s *Statuses) Forget(gvk schema.GroupVersionKind, key types.NamespacedName)
 }
 
 // Restore puts back into u, a resource read from the cache, the whole
-// spec and status of its version. It reports false, leaving u as it is,
-// when those of that version are not kept (the cache has moved on since,
-// or not yet got to it, or the resource was never seen whole), or when the
-// cache has not yet seen a write of this process.
+// status of its version. It reports false, leaving u as it is, when the
+// status of that version is not kept (the cache has moved on since, or not
+// yet got to it, or the resource was never seen whole), or when the cache
+// has not yet seen a write of this process.
 func (s *Statuses) Restore(u *unstructured.Unstructured) bool {
 	if s == nil {
 		return false
@@ -168,17 +152,15 @@ func (s *Statuses) Restore(u *unstructured.Unstructured) bool {
 	if !ok || awaited || k.uid != u.GetUID() || k.resourceVersion != u.GetResourceVersion() {
 		return false
 	}
-	var content map[string]any
-	if err := decompressJSON(k.content, &content); err != nil {
+	if k.status == nil {
+		delete(u.Object, "status")
+		return true
+	}
+	var st map[string]any
+	if err := decompressJSON(k.status, &st); err != nil {
 		return false
 	}
-	for _, f := range keptFields {
-		if v, ok := content[f]; ok {
-			u.Object[f] = v
-		} else {
-			delete(u.Object, f)
-		}
-	}
+	u.Object["status"] = st
 	return true
 }
 
