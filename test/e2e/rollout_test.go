@@ -149,6 +149,17 @@ type waveLine struct {
 	started, finished             time.Time
 }
 
+// rolloutConditions are a ChartRollout's conditions as type=status, in
+// the order of their types.
+func rolloutConditions(cr *unstructured.Unstructured) []string {
+	var out []string
+	for _, typ := range []string{"Complete", "Progressing", "Stalled"} {
+		status, _, _ := testkit.Condition(cr, typ)
+		out = append(out, typ+"="+status)
+	}
+	return out
+}
+
 func waveHistory(cr *unstructured.Unstructured) []waveLine {
 	raw, _, _ := unstructured.NestedSlice(cr.Object, "status", "history")
 	var out []waveLine
@@ -218,6 +229,9 @@ func TestChartRolloutInWaves(t *testing.T) {
 		g.Expect(phase).To(Equal("Complete"))
 	}).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	t.Logf("0.2.0 rolled out to 199 releases in %s", time.Since(upgraded).Round(time.Second))
+	out, err = env.Kubectl("wait", "--for=condition=Complete", "chartrollout/"+rollout2, "--timeout=10s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(rolloutConditions(cr)).To(Equal([]string{"Complete=True", "Progressing=False", "Stalled=False"}))
 	waves := waveHistory(cr)
 	var sizes []int64
 	for i, w := range waves {
@@ -268,6 +282,10 @@ func TestChartRolloutInWaves(t *testing.T) {
 	}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	paused, _, _ := unstructured.NestedBool(cr.Object, "spec", "paused")
 	g.Expect(paused).To(BeTrue())
+	g.Expect(rolloutConditions(cr)).To(Equal([]string{"Complete=False", "Progressing=False", "Stalled=True"}))
+	_, reason, msg := testkit.Condition(cr, "Stalled")
+	g.Expect(reason).To(Equal("Halted"))
+	g.Expect(msg).To(ContainSubstring("set spec.paused to false to resume"))
 	waves = waveHistory(cr)
 	g.Expect(waves).To(HaveLen(1), "halted after the canary wave")
 	g.Expect([]int64{waves[0].releases, waves[0].failed}).To(Equal([]int64{1, 1}))
@@ -315,6 +333,7 @@ func TestChartRolloutInWaves(t *testing.T) {
 		g.Expect(phase).To(Equal("Complete"))
 	}).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	t.Logf("0.3.0 completed %s after the resume", time.Since(resumed).Round(time.Second))
+	g.Expect(rolloutConditions(cr)).To(Equal([]string{"Complete=True", "Progressing=False", "Stalled=False"}))
 	attempt, _, _ := unstructured.NestedInt64(cr.Object, "status", "attempt")
 	g.Expect(attempt).To(Equal(int64(2)))
 	versions, err = chartVersions(ctx, ns)

@@ -353,7 +353,7 @@ func (rc *rolloutController) start(ctx context.Context, name, target string) err
 	rc.recorder.Eventf(cr, corev1.EventTypeNormal, ReasonRolloutStarted,
 		"Moving the %s releases to chart version %s in waves %s", rc.k.watch.GVK.Kind, target, describeSteps(steps))
 	rc.log.Info("Chart rollout started", "version", target, "rollout", name, "waves", describeSteps(steps))
-	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
+	return rc.updateStatus(ctx, cr)
 }
 
 func describeSteps(steps []rollout.Step) string {
@@ -383,6 +383,7 @@ func (rc *rolloutController) supersede(ctx context.Context, target string) error
 		}
 		cr.Status.Phase = platformv1alpha1.PhaseSuperseded
 		cr.Status.Message = fmt.Sprintf("chart version %s became the default before this rollout completed", target)
+		setRolloutConditions(cr, rc.now())
 		if err := rc.c.Status().Update(ctx, cr); err != nil {
 			return err
 		}
@@ -406,7 +407,7 @@ func (rc *rolloutController) progress(ctx context.Context, cr *platformv1alpha1.
 			return 0, err
 		}
 		// The failed releases are retried: judge them next pass.
-		return rolloutActivePass, rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
+		return rolloutActivePass, rc.updateStatus(ctx, cr)
 	case !cr.Spec.Paused && cr.Status.Phase == platformv1alpha1.PhasePaused:
 		cr.Status.Phase = platformv1alpha1.PhaseProgressing
 		restartWave(cr, now)
@@ -581,10 +582,45 @@ func (rc *rolloutController) writeStatus(ctx context.Context, cr *platformv1alph
 	if len(cr.Status.History) > 50 {
 		cr.Status.History = cr.Status.History[len(cr.Status.History)-50:]
 	}
+	setRolloutConditions(cr, rc.now())
 	if rc.read != nil && equality.Semantic.DeepEqual(rc.read, &cr.Status) {
 		return nil
 	}
 	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
+}
+
+// updateStatus writes cr's status with its conditions.
+func (rc *rolloutController) updateStatus(ctx context.Context, cr *platformv1alpha1.ChartRollout) error {
+	setRolloutConditions(cr, rc.now())
+	return rc.update(ctx, cr, func(obj client.Object) error { return rc.c.Status().Update(ctx, obj) })
+}
+
+// setRolloutConditions says cr's phase as conditions: Complete,
+// Progressing and Stalled (halted), with the phase as their reason and
+// the status message as their message. A condition's transition time
+// moves only when its status changes.
+func setRolloutConditions(cr *platformv1alpha1.ChartRollout, now time.Time) {
+	phase := cr.Status.Phase
+	if phase == "" {
+		return
+	}
+	for _, c := range []struct {
+		typ string
+		on  bool
+	}{
+		{platformv1alpha1.ConditionComplete, phase == platformv1alpha1.PhaseComplete},
+		{platformv1alpha1.ConditionProgressing, phase == platformv1alpha1.PhaseProgressing},
+		{platformv1alpha1.ConditionStalled, phase == platformv1alpha1.PhaseHalted},
+	} {
+		status := metav1.ConditionFalse
+		if c.on {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&cr.Status.Conditions, metav1.Condition{
+			Type: c.typ, Status: status, Reason: phase, Message: cr.Status.Message,
+			ObservedGeneration: cr.Generation, LastTransitionTime: metav1.NewTime(now),
+		})
+	}
 }
 
 // update writes cr with write and remembers the result, which the cache

@@ -21,6 +21,18 @@ const (
 	PhaseSuperseded = "Superseded"
 )
 
+// Conditions of a ChartRollout, each with the phase as its reason and the
+// status message as its message, for `kubectl wait` and for tools that
+// read kstatus conditions.
+const (
+	// ConditionComplete is True once the phase is Complete.
+	ConditionComplete = "Complete"
+	// ConditionProgressing is True while waves run.
+	ConditionProgressing = "Progressing"
+	// ConditionStalled is True while the rollout is halted.
+	ConditionStalled = "Stalled"
+)
+
 // ChartRolloutSpec names the kind and chart version; the operator writes
 // it. A person sets paused.
 type ChartRolloutSpec struct {
@@ -90,6 +102,8 @@ type ChartRolloutStatus struct {
 	// Message says what the rollout waits for, or why it halted.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Conditions say the phase as Complete, Progressing and Stalled
+	// (halted), each observing the generation it was written for.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

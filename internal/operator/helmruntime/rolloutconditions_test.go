@@ -1,0 +1,61 @@
+package helmruntime
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	platformv1alpha1 "github.com/acme/platform-operator/extensions/api/platform/v1alpha1"
+)
+
+// TestRolloutConditions: the phase reads as Complete, Progressing and
+// Stalled, with the phase as reason and the message; a condition's
+// transition time moves only when its status does.
+func TestRolloutConditions(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cr := &platformv1alpha1.ChartRollout{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	setRolloutConditions(cr, t0)
+	g.Expect(cr.Status.Conditions).To(BeEmpty(), "no phase yet")
+
+	summary := func() map[string]string {
+		out := map[string]string{}
+		for _, c := range cr.Status.Conditions {
+			out[c.Type] = string(c.Status) + " " + c.Reason + ": " + c.Message
+		}
+		return out
+	}
+	cr.Status.Phase, cr.Status.Message = platformv1alpha1.PhaseProgressing, "wave 1 of 4"
+	setRolloutConditions(cr, t0)
+	g.Expect(summary()).To(Equal(map[string]string{
+		"Complete": "False Progressing: wave 1 of 4", "Progressing": "True Progressing: wave 1 of 4", "Stalled": "False Progressing: wave 1 of 4",
+	}))
+
+	cr.Generation = 2
+	cr.Status.Phase, cr.Status.Message = platformv1alpha1.PhaseHalted, "wave 1: 1 of 1 releases failed"
+	t1 := t0.Add(time.Minute)
+	setRolloutConditions(cr, t1)
+	stalled := meta.FindStatusCondition(cr.Status.Conditions, platformv1alpha1.ConditionStalled)
+	g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(stalled.Reason).To(Equal("Halted"))
+	g.Expect(stalled.LastTransitionTime.Time).To(Equal(t1))
+	g.Expect(stalled.ObservedGeneration).To(Equal(int64(2)))
+	complete := meta.FindStatusCondition(cr.Status.Conditions, platformv1alpha1.ConditionComplete)
+	g.Expect(complete.LastTransitionTime.Time).To(Equal(t0), "still False")
+
+	cr.Status.Phase, cr.Status.Message = platformv1alpha1.PhaseComplete, "every release of the kind runs chart version 0.3.0"
+	setRolloutConditions(cr, t1.Add(time.Minute))
+	g.Expect(meta.IsStatusConditionTrue(cr.Status.Conditions, platformv1alpha1.ConditionComplete)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionFalse(cr.Status.Conditions, platformv1alpha1.ConditionStalled)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionFalse(cr.Status.Conditions, platformv1alpha1.ConditionProgressing)).To(BeTrue())
+
+	cr.Status.Phase = platformv1alpha1.PhaseSuperseded
+	setRolloutConditions(cr, t1.Add(2*time.Minute))
+	for _, c := range cr.Status.Conditions {
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Type)
+		g.Expect(c.Reason).To(Equal("Superseded"), c.Type)
+	}
+}
