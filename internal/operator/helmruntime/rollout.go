@@ -2,6 +2,8 @@ package helmruntime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -117,6 +120,37 @@ func rolloutName(kind, version string, shard labels.Selector) string {
 }
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// rolloutNameFor is the name of the ChartRollout that moves the
+// resources of gvk to version: rolloutName's, unless a rollout of a kind
+// of the same name in another group holds that name. Then (and for as
+// long as this kind's rollout lives) it is that name with
+// -group-<digest of the group> appended. ChartRollouts are
+// cluster-scoped, and one kind must never run the waves of another's.
+func rolloutNameFor(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, version string, shard labels.Selector) (string, error) {
+	base := rolloutName(gvk.Kind, version, shard)
+	sum := sha256.Sum256([]byte(gvk.Group))
+	alt := base + "-group-" + hex.EncodeToString(sum[:5])
+	ours := func(cr *platformv1alpha1.ChartRollout) bool {
+		return cr.Spec.Group == gvk.Group && cr.Spec.Kind == gvk.Kind
+	}
+	cr := &platformv1alpha1.ChartRollout{}
+	switch err := r.Get(ctx, client.ObjectKey{Name: alt}, cr); {
+	case err == nil && ours(cr):
+		return alt, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", err
+	}
+	switch err := r.Get(ctx, client.ObjectKey{Name: base}, cr); {
+	case apierrors.IsNotFound(err):
+		return base, nil
+	case err != nil:
+		return "", err
+	case ours(cr):
+		return base, nil
+	}
+	return alt, nil
+}
 
 // setupRollout adds the kind's rollout controller to mgr. Without the
 // ChartRollout API (its CRD not installed) releases move at once, as
@@ -280,9 +314,12 @@ func failedAt(st map[string]any, version string, start time.Time) bool {
 // pass looks at the kind once and returns when to look again.
 func (rc *rolloutController) pass(ctx context.Context) (time.Duration, error) {
 	target := rc.k.watch.Versions.Default
-	name := rolloutName(rc.k.watch.GVK.Kind, target, rc.k.rt.opts.Shard())
+	name, err := rolloutNameFor(ctx, rc.c, rc.k.watch.GVK, target, rc.k.rt.opts.Shard())
+	if err != nil {
+		return 0, err
+	}
 	cr := &platformv1alpha1.ChartRollout{}
-	err := rc.c.Get(ctx, client.ObjectKey{Name: name}, cr)
+	err = rc.c.Get(ctx, client.ObjectKey{Name: name}, cr)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}

@@ -1,12 +1,16 @@
 package helmruntime
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	platformv1alpha1 "github.com/acme/platform-operator/extensions/api/platform/v1alpha1"
 )
@@ -58,4 +62,39 @@ func TestRolloutConditions(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Type)
 		g.Expect(c.Reason).To(Equal("Superseded"), c.Type)
 	}
+}
+
+// TestRolloutNameFor: a kind's rollout is <kind>-<version> unless a kind
+// of the same name in another group holds that name; then, and for as
+// long as its own rollout lives, it is that name with the group's digest.
+func TestRolloutNameFor(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	web := schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
+	edge := schema.GroupVersionKind{Group: "edge.acme.com", Version: "v1", Kind: "Nginx"}
+	rolloutOf := func(name string, gvk schema.GroupVersionKind) *platformv1alpha1.ChartRollout {
+		return &platformv1alpha1.ChartRollout{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       platformv1alpha1.ChartRolloutSpec{Group: gvk.Group, Kind: gvk.Kind, Version: "0.2.0"},
+		}
+	}
+	nameFor := func(c client.Client, gvk schema.GroupVersionKind) string {
+		name, err := rolloutNameFor(ctx, c, gvk, "0.2.0", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		return name
+	}
+
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
+	g.Expect(nameFor(c, web)).To(Equal("nginx-0.2.0"), "no rollout yet")
+	g.Expect(c.Create(ctx, rolloutOf("nginx-0.2.0", web))).To(Succeed())
+	g.Expect(nameFor(c, web)).To(Equal("nginx-0.2.0"), "its own")
+
+	alt := nameFor(c, edge)
+	g.Expect(alt).To(MatchRegexp(`^nginx-0\.2\.0-group-[0-9a-f]{10}$`), "the name is the other group's")
+	g.Expect(c.Create(ctx, rolloutOf(alt, edge))).To(Succeed())
+	g.Expect(nameFor(c, edge)).To(Equal(alt))
+	g.Expect(nameFor(c, web)).To(Equal("nginx-0.2.0"))
+
+	g.Expect(c.Delete(ctx, rolloutOf("nginx-0.2.0", web))).To(Succeed())
+	g.Expect(nameFor(c, edge)).To(Equal(alt), "its rollout stays where it is when the other goes")
 }
