@@ -132,6 +132,8 @@ func TestChartRolloutOnRealPods(t *testing.T) {
 	before = revisions(g)
 	start("v3", "0.3.0", "0.1.0", "0.2.0")
 	g.Eventually(phaseOf("realrollout-0.3.0")).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Equal("Halted"))
+	out, err = cluster.Kubectl("wait", "--for=condition=Stalled", "chartrollout/realrollout-0.3.0", "--timeout=10s")
+	g.Expect(err).NotTo(HaveOccurred(), "the halt reads as Stalled: %s", out)
 	g.Eventually(func(g Gomega) {
 		after := revisions(g)
 		g.Expect(after[canary]).To(Equal(before[canary]+2), "the canary's upgrade and its rollback")
@@ -159,7 +161,9 @@ func TestChartRolloutOnRealPods(t *testing.T) {
 	}
 	out, err = cluster.Kubectl("patch", "chartrollout", "realrollout-0.3.0", "--type=merge", "-p", `{"spec":{"paused":false}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Eventually(phaseOf("realrollout-0.3.0")).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Equal("Complete"))
+	out, err = cluster.Kubectl("wait", "--for=condition=Complete", "chartrollout/realrollout-0.3.0", "--timeout=5m")
+	g.Expect(err).NotTo(HaveOccurred(), "as a pipeline waits for a rollout: %s", out)
+	g.Expect(phaseOf("realrollout-0.3.0")(g)).To(Equal("Complete"))
 	g.Expect(versions(g)).To(Equal(map[string]string{"web-0": "0.3.0", "web-1": "0.3.0", "web-2": "0.3.0", pinned: "0.1.0"}))
 	out, err = cluster.Kubectl("wait", "-n", ns, "--for=condition=Ready", "realrollouts", "--all", "--timeout=120s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
