@@ -283,6 +283,10 @@ func TestChartRolloutInWaves(t *testing.T) {
 	paused, _, _ := unstructured.NestedBool(cr.Object, "spec", "paused")
 	g.Expect(paused).To(BeTrue())
 	g.Expect(rolloutConditions(cr)).To(Equal([]string{"Complete=False", "Progressing=False", "Stalled=True"}))
+	// kubectl wait reads a condition of an older generation as stale:
+	// the operator's own spec.paused makes a new one.
+	out, err = env.Kubectl("wait", "--for=condition=Stalled", "chartrollout/"+rollout3, "--timeout=10s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
 	_, reason, msg := testkit.Condition(cr, "Stalled")
 	g.Expect(reason).To(Equal("Halted"))
 	g.Expect(msg).To(ContainSubstring("set spec.paused to false to resume"))

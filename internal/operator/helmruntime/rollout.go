@@ -506,6 +506,11 @@ func (rc *rolloutController) progress(ctx context.Context, cr *platformv1alpha1.
 		}); err != nil {
 			return 0, err
 		}
+		// The patch made a generation the conditions must observe:
+		// kubectl wait takes a condition of an older one for stale.
+		if err := rc.updateStatus(ctx, cr); err != nil {
+			return 0, err
+		}
 		rc.recorder.Event(cr, corev1.EventTypeWarning, ReasonRolloutHalted, cr.Status.Message)
 		rc.log.Info("Chart rollout halted", "version", target, "wave", wave+1, "failed", v.Failed)
 		rc.report(cr, members, pinned, v)
