@@ -3,6 +3,7 @@ package helmstorage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -20,9 +21,10 @@ import (
 // record: it writes the Secret Helm's driver writes (its name, type,
 // labels and data key, the release as JSON, gzipped, base64), gzipped at
 // prelease.RecordGzipLevel rather than at best compression
-// (prelease.EncodeRecord). It reads, lists and deletes with Helm's own
-// driver, whose decoder, like the helm CLI's, reads a record gzipped at
-// any level.
+// (prelease.EncodeRecord). It reads a record by name with the request
+// Helm's driver sends, decoded by prelease.DecodeRecord, and lists and
+// deletes with Helm's own driver, whose decoder, like the helm CLI's,
+// reads a record gzipped at any level.
 type Secrets struct {
 	*driver.Secrets
 
@@ -35,6 +37,39 @@ var _ driver.Driver = (*Secrets)(nil)
 // NewSecrets returns the driver of the release records in secrets.
 func NewSecrets(secrets corev1client.SecretInterface) *Secrets {
 	return &Secrets{Secrets: driver.NewSecrets(secrets), impl: secrets, clock: clock.RealClock{}}
+}
+
+// Get returns the release in the Secret named key, read as Helm's driver
+// reads it but decoded by prelease.DecodeRecord, which decodes the chart
+// of the runtime's records once per chart rather than once per read;
+// driver.ErrReleaseNotFound when there is none. Its errors read as Helm's
+// driver's.
+func (d *Secrets) Get(key string) (*release.Release, error) {
+	obj, err := d.impl.Get(context.Background(), key, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, driver.ErrReleaseNotFound
+		}
+		return nil, fmt.Errorf("get: failed to get %q: %w", key, err)
+	}
+	r, err := prelease.DecodeRecord(obj.Data["release"])
+	if err != nil {
+		return nil, fmt.Errorf("get: failed to decode data %q: %w", key, err)
+	}
+	r.Labels = userLabels(obj.Labels)
+	return r, nil
+}
+
+// userLabels returns labels without the ones Helm's storage sets itself
+// (driver.GetSystemLabels), as Helm's driver hands a record's labels on.
+func userLabels(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		if !slices.Contains(driver.GetSystemLabels(), k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Create stores rls in a new Secret named key; driver.ErrReleaseExists

@@ -20,13 +20,15 @@ func CopyChart(chrt *chart.Chart) *chart.Chart {
 	out := *chrt
 	if chrt.Metadata != nil {
 		md := *chrt.Metadata
-		md.Dependencies = make([]*chart.Dependency, len(chrt.Metadata.Dependencies))
-		for i, d := range chrt.Metadata.Dependencies {
-			if d == nil {
-				continue
+		if chrt.Metadata.Dependencies != nil {
+			md.Dependencies = make([]*chart.Dependency, len(chrt.Metadata.Dependencies))
+			for i, d := range chrt.Metadata.Dependencies {
+				if d == nil {
+					continue
+				}
+				dc := *d
+				md.Dependencies[i] = &dc
 			}
-			dc := *d
-			md.Dependencies[i] = &dc
 		}
 		out.Metadata = &md
 	}
