@@ -20,16 +20,34 @@ import (
 // operator sets them on the objects only and keeps Helm's text. A release
 // that operator-sdk installed from the same chart and values is therefore
 // the same release, not one to upgrade.
+//
+// A deployed object with an owner reference to owner is among no rendered
+// object, which lose theirs: then the rendered manifest is not parsed.
+// That is every changed manifest of a release this operator installed.
 func SameObjects(rendered, deployed, owner string) (bool, error) {
-	a, err := objectsOf(rendered, owner)
-	if err != nil {
-		return false, fmt.Errorf("rendered manifest: %w", err)
-	}
 	b, err := objectsOf(deployed, "")
 	if err != nil {
 		return false, fmt.Errorf("deployed manifest: %w", err)
 	}
+	if owner != "" && slices.ContainsFunc(b, func(o map[string]interface{}) bool { return ownedBy(o, owner) }) {
+		return false, nil
+	}
+	a, err := objectsOf(rendered, owner)
+	if err != nil {
+		return false, fmt.Errorf("rendered manifest: %w", err)
+	}
 	return reflect.DeepEqual(a, b), nil
+}
+
+// ownedBy reports whether obj has an owner reference to the object whose
+// UID is owner (the references dropOwnerReferences drops).
+func ownedBy(obj map[string]interface{}, owner string) bool {
+	meta, _ := obj["metadata"].(map[string]interface{})
+	refs, _ := meta["ownerReferences"].([]interface{})
+	return slices.ContainsFunc(refs, func(r interface{}) bool {
+		m, ok := r.(map[string]interface{})
+		return ok && m["uid"] == owner
+	})
 }
 
 // objectsOf parses manifest into its objects, sorted by kind, namespace

@@ -35,6 +35,13 @@ func TestSameObjects(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(same).To(BeFalse(), "a changed field counts")
 
+	same, err = SameObjects(string(ours), string(ours), ownerUID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(BeFalse(), "deployed owner references to the owner are in no rendered object")
+	same, err = SameObjects("a: [", string(ours), ownerUID)
+	g.Expect(err).NotTo(HaveOccurred(), "the rendered manifest is not parsed")
+	g.Expect(same).To(BeFalse())
+
 	_, err = SameObjects("a: [", string(sdk), ownerUID)
 	g.Expect(err).To(HaveOccurred())
 }
