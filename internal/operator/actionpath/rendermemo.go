@@ -16,8 +16,8 @@ import (
 //
 //   - The library asks for a dry-run upgrade before every upgrade, and an
 //     upgrade that follows renders the same chart with the same values
-//     again. Each render passes the whole post-render chain: the library's
-//     owner references (which parse and re-marshal every object), the
+//     again. Each render passes the whole post-render chain: the owner
+//     references (helmconfig's, which parse and re-marshal every object), the
 //     kind's post-render patches and the confinement check (which parses
 //     them again), a third of the allocations of an upgrade.
 //   - This layer sits below every layer that sets a post-renderer, so its

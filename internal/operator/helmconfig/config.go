@@ -18,6 +18,8 @@
 //     (serverSideValidation).
 //   - Rollback of a failed upgrade: forced, unless the resource says
 //     otherwise (rollbackForce).
+//   - Owner references: the library's owner post-renderer, written
+//     without its second parse of every object (owners.go).
 package helmconfig
 
 import (

@@ -92,3 +92,41 @@ func FuzzMarshalObject(f *testing.F) {
 		sameAsSigsYAML(NewWithT(t), obj)
 	})
 }
+
+// BenchmarkMarshalObject: the objects of the rendered Nginx manifest of
+// testdata, written by sigs.k8s.io/yaml's Marshal and by MarshalObject.
+func BenchmarkMarshalObject(b *testing.B) {
+	data, err := os.ReadFile("testdata/rendered-manifest.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var objs []map[string]any
+	for _, doc := range releaseutil.SplitManifests(string(data)) {
+		var obj map[string]any
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := utiljson.Unmarshal(j, &obj); err != nil {
+			b.Fatal(err)
+		}
+		if obj != nil {
+			objs = append(objs, obj)
+		}
+	}
+	for name, marshal := range map[string]func(map[string]any) ([]byte, error){
+		"sigs": func(o map[string]any) ([]byte, error) { return yaml.Marshal(o) },
+		"ours": MarshalObject,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, o := range objs {
+					if _, err := marshal(o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
