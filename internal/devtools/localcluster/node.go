@@ -143,6 +143,11 @@ func setUpNodeNetwork(stateDir, binDir, containerdSocket string) error {
 	if out, err := exec.Command("ip", "link", "show", nodeBridge).CombinedOutput(); err == nil {
 		return fmt.Errorf("bridge %s exists: another local cluster with a real node runs (stop it with make cluster-down): %s", nodeBridge, bytes.TrimSpace(out))
 	}
+	// No bridge, so no node runs: a forward chain left here is a killed
+	// run's, which never reached Down. Creating it again would fail.
+	if err := removeChains(forwardChain); err != nil {
+		return fmt.Errorf("removing a previous run's %s: %w", forwardChain, err)
+	}
 	// Modules may be built in; errors show up below if they are missing.
 	_ = exec.Command("modprobe", "br_netfilter").Run()
 	_ = exec.Command("modprobe", "overlay").Run()
@@ -612,7 +617,7 @@ func (n nodeState) cleanUp(stateDir string) error {
 	if n.BinDir != "" {
 		_ = exec.Command(filepath.Join(n.BinDir, "kube-proxy"), "--cleanup").Run()
 	}
-	errs = append(errs, removeChains())
+	errs = append(errs, removeChains("KUBE-", "CNI-", forwardChain))
 	errs = append(errs, destroySets())
 	if _, err := exec.Command("ip", "link", "show", n.Bridge).CombinedOutput(); err == nil {
 		if out, err := exec.Command("ip", "link", "del", n.Bridge).CombinedOutput(); err != nil {
@@ -740,17 +745,17 @@ func unmountUnder(dir string) error {
 	return nil
 }
 
-// removeChains removes the iptables chains of kube-proxy (KUBE-*), of the
-// CNI plugins (CNI-*) and the node's own (LOCALCLUSTER-*), with the rules
-// that jump to them, from every table, for IPv4 and IPv6.
-func removeChains() error {
+// removeChains removes the iptables chains whose names start with one of
+// prefixes (kube-proxy's KUBE-*, the CNI plugins' CNI-*, the node's own),
+// with the rules that jump to them, from every table, for IPv4 and IPv6.
+func removeChains(prefixes ...string) error {
 	var errs []error
 	for _, tool := range []string{"iptables", "ip6tables"} {
 		out, err := exec.Command(tool + "-save").Output()
 		if err != nil {
 			continue
 		}
-		filtered, changed := withoutChains(string(out), []string{"KUBE-", "CNI-", "LOCALCLUSTER-"})
+		filtered, changed := withoutChains(string(out), prefixes)
 		if !changed {
 			continue
 		}
