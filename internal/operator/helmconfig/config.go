@@ -97,7 +97,7 @@ type Config struct {
 // kind, its action configurations built as the package comment says. It
 // is the bottom of the kind's action path.
 func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
-	storage := secretsStorage(c.ReleaseNamespace)
+	storage := secretsStorage(c.ReleaseNamespace, c.OwnRecords)
 	// Helm's requests go through the kind's Updates, which answer the
 	// repeated reads of an object within one update.
 	if c.Updates == nil {
@@ -146,8 +146,9 @@ func NewActionClientGetter(c Config) (helmclient.ActionClientGetter, error) {
 // secretsStorage returns the storage driver of a resource's release: the
 // library's (helmclient.DefaultSecretsStorageDriver), records in the
 // Secrets of the release namespace, each owned by the resource, but
-// written by helmstorage.Secrets rather than by Helm's driver.
-func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper) helmclient.ObjectToStorageDriverMapper {
+// written by helmstorage.Secrets rather than by Helm's driver, which keeps
+// what it writes in own (nil: nowhere).
+func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper, own *helmstorage.OwnRecords) helmclient.ObjectToStorageDriverMapper {
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 		ns, err := releaseNamespace(obj)
 		if err != nil {
@@ -159,7 +160,7 @@ func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper) helmclient
 		}
 		owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 		secrets := helmclient.NewOwnerRefSecretClient(core.Secrets(ns), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
-		d := helmstorage.NewSecrets(secrets)
+		d := helmstorage.NewSecrets(secrets, own)
 		if log, err := logr.FromContext(ctx); err == nil {
 			d.Log = func(format string, v ...interface{}) { log.V(1).Info(fmt.Sprintf(format, v...)) }
 		}

@@ -43,22 +43,22 @@ func newRecordIndex(ctx context.Context, mgr manager.Manager) (*recordIndex, err
 	return &recordIndex{cache: mgr.GetCache()}, nil
 }
 
-// Versions returns the revisions of release's records in namespace that
-// the cache holds.
-func (i *recordIndex) Versions(ctx context.Context, namespace, release string) ([]int, error) {
+// Records returns the revisions of release's records in namespace that
+// the cache holds, with the resourceVersion of each.
+func (i *recordIndex) Records(ctx context.Context, namespace, release string) ([]helmstorage.IndexedRecord, error) {
 	var records corev1.SecretList
 	if err := i.cache.List(ctx, &records, client.InNamespace(namespace), client.MatchingFields{releaseRecordField: release}); err != nil {
 		return nil, err
 	}
-	versions := make([]int, 0, len(records.Items))
+	out := make([]helmstorage.IndexedRecord, 0, len(records.Items))
 	for _, s := range records.Items {
 		v, err := strconv.Atoi(s.Labels["version"])
 		if err != nil {
 			return nil, fmt.Errorf("release record %s/%s: version label %q", namespace, s.Name, s.Labels["version"])
 		}
-		versions = append(versions, v)
+		out = append(out, helmstorage.IndexedRecord{Version: v, ResourceVersion: s.ResourceVersion})
 	}
-	return versions, nil
+	return out, nil
 }
 
 // ownRecords are the releases of which this process stored records, nil

@@ -4,19 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+
+	prelease "github.com/acme/platform-operator/internal/operator/release"
 )
 
 // RecordIndex tells which revisions of a release have a record, from a
 // cache of the records' metadata that may lag the API server.
 type RecordIndex interface {
-	// Versions returns the revisions of release's records in namespace
-	// that the cache holds.
-	Versions(ctx context.Context, namespace, release string) ([]int, error)
+	// Records returns the revisions of release's records in namespace
+	// that the cache holds, each with the resourceVersion it holds.
+	Records(ctx context.Context, namespace, release string) ([]IndexedRecord, error)
+}
+
+// IndexedRecord is a record as the index holds it.
+type IndexedRecord struct {
+	Version         int
+	ResourceVersion string
 }
 
 // MaxRecordsByName is the most records a release may have for the memo to
@@ -46,13 +56,76 @@ type byName struct {
 
 // OwnRecords are the releases, by namespace and name, of which this
 // process stored a record since it started, each with the latest revision
-// it stored. The zero value is ready to use; it is shared by every memo of
-// the process.
+// it stored, and the records this process wrote, held compactly. The zero
+// value is ready to use; it is shared by every memo of the process and by
+// the Secrets drivers that write the records.
 type OwnRecords struct {
 	mu sync.Mutex
 	// releases holds the latest revision this process stored of each;
 	// 0 once that revision was deleted (an uninstall, a record pruned).
 	releases map[string]int
+	// written holds, by namespace/Secret name, each record as this
+	// process's last write of it left it (see Memo.readByName).
+	written map[string]writtenRecord
+}
+
+// writtenRecord is a record as the API server returned it from a write.
+type writtenRecord struct {
+	resourceVersion string
+	parts           prelease.RecordParts
+	labels          map[string]string
+}
+
+// keepWritten holds s, a record as the API server returned it from this
+// process's write. A record of another encoding than the runtime's is
+// not held, and a write whose answer cannot be held drops what was.
+func (o *OwnRecords) keepWritten(s *corev1.Secret) {
+	if o == nil || s == nil {
+		return
+	}
+	parts, ok := prelease.SplitRecord(s.Data["release"])
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := s.Namespace + "/" + s.Name
+	if !ok || s.ResourceVersion == "" {
+		delete(o.written, key)
+		return
+	}
+	if o.written == nil {
+		o.written = map[string]writtenRecord{}
+	}
+	o.written[key] = writtenRecord{resourceVersion: s.ResourceVersion, parts: parts, labels: userLabels(s.Labels)}
+}
+
+// forgetWritten drops the record named name in namespace.
+func (o *OwnRecords) forgetWritten(namespace, name string) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	delete(o.written, namespace+"/"+name)
+	o.mu.Unlock()
+}
+
+// readWritten returns the record named name in namespace as this
+// process's last write left it, when that write gave it resourceVersion;
+// false otherwise.
+func (o *OwnRecords) readWritten(namespace, name, resourceVersion string) (*release.Release, bool) {
+	if o == nil || resourceVersion == "" {
+		return nil, false
+	}
+	o.mu.Lock()
+	w, ok := o.written[namespace+"/"+name]
+	o.mu.Unlock()
+	if !ok || w.resourceVersion != resourceVersion {
+		return nil, false
+	}
+	r, ok := w.parts.Decode()
+	if !ok {
+		return nil, false
+	}
+	r.Labels = maps.Clone(w.labels)
+	return r, true
 }
 
 func (o *OwnRecords) note(namespace, name string, version int) {
@@ -128,22 +201,25 @@ func (d *Memo) readByName(name string) ([]*release.Release, bool) {
 	if d.byName.index == nil {
 		return nil, false
 	}
-	versions, err := d.byName.index.Versions(d.byName.ctx, d.byName.namespace, name)
-	if err != nil || len(versions) > MaxRecordsByName {
+	indexedRecords, err := d.byName.index.Records(d.byName.ctx, d.byName.namespace, name)
+	if err != nil || len(indexedRecords) > MaxRecordsByName {
 		return nil, false
 	}
-	slices.Sort(versions)
-	records := make([]*release.Release, 0, len(versions))
-	for _, v := range versions {
-		r, err := d.Get(recordKey(name, v))
-		if err != nil {
-			return nil, false // gone since the index saw it, or the read failed
+	slices.SortFunc(indexedRecords, func(a, b IndexedRecord) int { return a.Version - b.Version })
+	records := make([]*release.Release, 0, len(indexedRecords))
+	for _, ir := range indexedRecords {
+		key := recordKey(name, ir.Version)
+		r, ok := d.byName.own.readWritten(d.byName.namespace, key, ir.ResourceVersion)
+		if !ok {
+			if r, err = d.Get(key); err != nil {
+				return nil, false // gone since the index saw it, or the read failed
+			}
 		}
 		records = append(records, r)
 	}
 	indexed := 0
-	if len(versions) > 0 {
-		indexed = versions[len(versions)-1]
+	if len(indexedRecords) > 0 {
+		indexed = indexedRecords[len(indexedRecords)-1].Version
 	}
 	if d.indexHasOurLastWrite(name, indexed) {
 		d.byName.unconfirmed = name

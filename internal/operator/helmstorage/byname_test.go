@@ -23,14 +23,19 @@ func (d *countingGets) Get(key string) (*release.Release, error) {
 	return d.Driver.Get(key)
 }
 
-// staticIndex is a record index that holds what a test says.
+// staticIndex is a record index that holds what a test says, with no
+// resourceVersions.
 type staticIndex struct {
 	versions []int
 	err      error
 }
 
-func (i *staticIndex) Versions(context.Context, string, string) ([]int, error) {
-	return i.versions, i.err
+func (i *staticIndex) Records(context.Context, string, string) ([]IndexedRecord, error) {
+	records := make([]IndexedRecord, 0, len(i.versions))
+	for _, v := range i.versions {
+		records = append(records, IndexedRecord{Version: v})
+	}
+	return records, i.err
 }
 
 // rev is revision v of release ns/web, in status st.

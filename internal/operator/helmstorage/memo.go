@@ -119,6 +119,7 @@ func (d *Memo) Update(key string, rls *release.Release) error {
 // Delete removes a record and forgets what was read.
 func (d *Memo) Delete(key string) (*release.Release, error) {
 	defer d.drop()
+	d.byName.own.forgetWritten(d.byName.namespace, key)
 	rls, err := d.Driver.Delete(key)
 	if err == nil && rls != nil {
 		d.byName.own.deleted(d.byName.namespace, rls.Name, rls.Version)

@@ -25,18 +25,24 @@ import (
 // Helm's driver sends, decoded by prelease.DecodeRecord, and lists and
 // deletes with Helm's own driver, whose decoder, like the helm CLI's,
 // reads a record gzipped at any level.
+//
+// Every record it writes, as the API server returned it, is kept in own
+// (when not nil), whose memos answer a read of it while the runtime's
+// cache shows it unchanged since (Memo.readByName).
 type Secrets struct {
 	*driver.Secrets
 
 	impl  corev1client.SecretInterface
+	own   *OwnRecords
 	clock clock.PassiveClock
 }
 
 var _ driver.Driver = (*Secrets)(nil)
 
-// NewSecrets returns the driver of the release records in secrets.
-func NewSecrets(secrets corev1client.SecretInterface) *Secrets {
-	return &Secrets{Secrets: driver.NewSecrets(secrets), impl: secrets, clock: clock.RealClock{}}
+// NewSecrets returns the driver of the release records in secrets, which
+// keeps what it writes in own (nil: nowhere).
+func NewSecrets(secrets corev1client.SecretInterface, own *OwnRecords) *Secrets {
+	return &Secrets{Secrets: driver.NewSecrets(secrets), impl: secrets, own: own, clock: clock.RealClock{}}
 }
 
 // Get returns the release in the Secret named key, read as Helm's driver
@@ -79,12 +85,14 @@ func (d *Secrets) Create(key string, rls *release.Release) error {
 	if err != nil {
 		return fmt.Errorf("create: failed to encode release %q: %w", rls.Name, err)
 	}
-	if _, err := d.impl.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+	created, err := d.impl.Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return driver.ErrReleaseExists
 		}
 		return fmt.Errorf("create: failed to create: %w", err)
 	}
+	d.own.keepWritten(created)
 	return nil
 }
 
@@ -95,9 +103,11 @@ func (d *Secrets) Update(key string, rls *release.Release) error {
 	if err != nil {
 		return fmt.Errorf("update: failed to encode release %q: %w", rls.Name, err)
 	}
-	if _, err := d.impl.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+	updated, err := d.impl.Update(context.Background(), obj, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update: failed to update: %w", err)
 	}
+	d.own.keepWritten(updated)
 	return nil
 }
 

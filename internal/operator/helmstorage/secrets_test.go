@@ -105,7 +105,7 @@ func TestSecrets(t *testing.T) {
 	helmCS, oursCS := fake.NewClientset(), fake.NewClientset()
 	helm := driver.NewSecrets(helmCS.CoreV1().Secrets(ns))
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	ours := NewSecrets(oursCS.CoreV1().Secrets(ns))
+	ours := NewSecrets(oursCS.CoreV1().Secrets(ns), nil)
 	ours.clock = clk
 	g.Expect(ours.Name()).To(Equal(helm.Name()))
 

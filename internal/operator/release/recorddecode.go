@@ -74,6 +74,13 @@ func decodeWithChartMember(b []byte) (*hrelease.Release, bool) {
 	if !ok {
 		return nil, false
 	}
+	return decodeRest(chrt, rest)
+}
+
+// decodeRest decodes rest, the gzip member after a record's chart member,
+// as the release it and chrt make, and reports false when rest is not the
+// rest of a release.
+func decodeRest(chrt *chart.Chart, rest []byte) (*hrelease.Release, bool) {
 	r, err := gzip.NewReader(bytes.NewReader(rest))
 	if err != nil {
 		return nil, false
@@ -92,6 +99,42 @@ func decodeWithChartMember(b []byte) (*hrelease.Release, bool) {
 	rls.Chart = manifest.CopyChart(chrt)
 	return &rls, true
 }
+
+// RecordParts is a record the runtime's storage wrote, held compactly:
+// its chart, decoded once per chart and shared, and the gzip member of
+// the rest, a few KiB where the whole record is tens.
+type RecordParts struct {
+	chart *chart.Chart
+	rest  []byte
+}
+
+// SplitRecord returns the parts of data, a record's base64 payload, and
+// false when it is not a record whose first gzip member is a chart's.
+func SplitRecord(data []byte) (RecordParts, bool) {
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
+	n, err := base64.StdEncoding.Decode(b, data)
+	if err != nil || n < 3 || !bytes.Equal(b[:3], gzipMagic) {
+		return RecordParts{}, false
+	}
+	chrt, rest, ok := chartReads.chartOf(b[:n])
+	if !ok {
+		return RecordParts{}, false
+	}
+	return RecordParts{chart: chrt, rest: bytes.Clone(rest)}, true
+}
+
+// Decode returns the release of the record p was split from, as
+// DecodeRecord returns it, with a chart of its own; false when the rest
+// does not decode.
+func (p RecordParts) Decode() (*hrelease.Release, bool) {
+	if p.chart == nil {
+		return nil, false
+	}
+	return decodeRest(p.chart, p.rest)
+}
+
+// Size is about the bytes p holds of its own (the chart is shared).
+func (p RecordParts) Size() int { return len(p.rest) }
 
 // chartReads keeps the charts of the chart members last read.
 var chartReads = &chartReadCache{}
