@@ -94,7 +94,11 @@ func (o *OwnRecords) keepWritten(s *corev1.Secret) {
 	if o.written == nil {
 		o.written = map[string]writtenRecord{}
 	}
-	o.written[key] = writtenRecord{resourceVersion: s.ResourceVersion, parts: parts, labels: userLabels(s.Labels)}
+	labels := userLabels(s.Labels)
+	if len(labels) == 0 {
+		labels = nil // most records: no map held
+	}
+	o.written[key] = writtenRecord{resourceVersion: s.ResourceVersion, parts: parts, labels: labels}
 }
 
 // forgetWritten drops the record named name in namespace.
@@ -124,7 +128,8 @@ func (o *OwnRecords) readWritten(namespace, name, resourceVersion string) (*rele
 	if !ok {
 		return nil, false
 	}
-	r.Labels = maps.Clone(w.labels)
+	r.Labels = make(map[string]string, len(w.labels)) // as Secrets.Get hands them on
+	maps.Copy(r.Labels, w.labels)
 	return r, true
 }
 

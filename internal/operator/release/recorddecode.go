@@ -70,26 +70,38 @@ func decodeWithChartMember(b []byte) (*hrelease.Release, bool) {
 	if len(b) < 3 || !bytes.Equal(b[:3], gzipMagic) {
 		return nil, false
 	}
-	chrt, rest, ok := chartReads.chartOf(b)
+	e, rest, ok := chartReads.chartOf(b)
 	if !ok {
 		return nil, false
 	}
-	return decodeRest(chrt, rest)
+	text, ok := gunzipRest(rest)
+	if !ok {
+		return nil, false
+	}
+	return decodeRest(e.chart, text)
 }
 
-// decodeRest decodes rest, the gzip member after a record's chart member,
-// as the release it and chrt make, and reports false when rest is not the
-// rest of a release.
-func decodeRest(chrt *chart.Chart, rest []byte) (*hrelease.Release, bool) {
+// gunzipRest returns the JSON in rest, the gzip member after a record's
+// chart member, with the object's opening brace (which the chart's member
+// holds) in front.
+func gunzipRest(rest []byte) ([]byte, bool) {
 	r, err := gzip.NewReader(bytes.NewReader(rest))
 	if err != nil {
 		return nil, false
 	}
-	text, err := io.ReadAll(r)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.Grow(4 * len(rest))
+	buf.WriteByte('{')
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, false
 	}
-	text = append([]byte{'{'}, text...)
+	return buf.Bytes(), true
+}
+
+// decodeRest decodes text, the JSON of a record but its chart, as the
+// release it and chrt make, and reports false when text is not the rest
+// of a release.
+func decodeRest(chrt *chart.Chart, text []byte) (*hrelease.Release, bool) {
 	var rls hrelease.Release
 	if err := json.Unmarshal(text, &rls); err != nil || rls.Chart != nil {
 		// Not the rest of a release, or one naming a chart again (which
@@ -100,42 +112,6 @@ func decodeRest(chrt *chart.Chart, rest []byte) (*hrelease.Release, bool) {
 	return &rls, true
 }
 
-// RecordParts is a record the runtime's storage wrote, held compactly:
-// its chart, decoded once per chart and shared, and the gzip member of
-// the rest, a few KiB where the whole record is tens.
-type RecordParts struct {
-	chart *chart.Chart
-	rest  []byte
-}
-
-// SplitRecord returns the parts of data, a record's base64 payload, and
-// false when it is not a record whose first gzip member is a chart's.
-func SplitRecord(data []byte) (RecordParts, bool) {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(b, data)
-	if err != nil || n < 3 || !bytes.Equal(b[:3], gzipMagic) {
-		return RecordParts{}, false
-	}
-	chrt, rest, ok := chartReads.chartOf(b[:n])
-	if !ok {
-		return RecordParts{}, false
-	}
-	return RecordParts{chart: chrt, rest: bytes.Clone(rest)}, true
-}
-
-// Decode returns the release of the record p was split from, as
-// DecodeRecord returns it, with a chart of its own; false when the rest
-// does not decode.
-func (p RecordParts) Decode() (*hrelease.Release, bool) {
-	if p.chart == nil {
-		return nil, false
-	}
-	return decodeRest(p.chart, p.rest)
-}
-
-// Size is about the bytes p holds of its own (the chart is shared).
-func (p RecordParts) Size() int { return len(p.rest) }
-
 // chartReads keeps the charts of the chart members last read.
 var chartReads = &chartReadCache{}
 
@@ -145,22 +121,25 @@ var chartReads = &chartReadCache{}
 // edit.
 type chartReadCache struct {
 	mu      sync.Mutex
-	entries []chartRead // oldest first
+	entries []*chartRead // oldest first
 }
 
 type chartRead struct {
 	gz    []byte
 	chart *chart.Chart
+	// restDict is what the rests of this chart's records held in memory
+	// are deflated against (RecordParts).
+	restDict
 }
 
-// chartOf returns the chart of b's first gzip member and the bytes after
+// chartOf returns the entry of b's first gzip member and the bytes after
 // that member, and false when that member is not a chart's.
-func (c *chartReadCache) chartOf(b []byte) (*chart.Chart, []byte, bool) {
+func (c *chartReadCache) chartOf(b []byte) (*chartRead, []byte, bool) {
 	c.mu.Lock()
 	for _, e := range c.entries {
 		if len(b) > len(e.gz) && bytes.Equal(b[:len(e.gz)], e.gz) {
 			c.mu.Unlock()
-			return e.chart, b[len(e.gz):], true
+			return e, b[len(e.gz):], true
 		}
 	}
 	c.mu.Unlock()
@@ -185,12 +164,12 @@ func (c *chartReadCache) chartOf(b []byte) (*chart.Chart, []byte, bool) {
 	if err := json.Unmarshal(text[len(chartMemberPrefix):len(text)-1], &chrt); err != nil {
 		return nil, nil, false
 	}
-	e := chartRead{gz: bytes.Clone(b[:end]), chart: &chrt}
+	e := &chartRead{gz: bytes.Clone(b[:end]), chart: &chrt}
 	c.mu.Lock()
 	c.entries = append(c.entries, e)
 	if len(c.entries) > maxChartMembers {
 		c.entries = c.entries[1:]
 	}
 	c.mu.Unlock()
-	return e.chart, b[end:], true
+	return e, b[end:], true
 }
