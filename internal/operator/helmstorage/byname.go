@@ -193,6 +193,13 @@ var ErrUnseenRecord = errors.New("the release has a record the runtime's cache h
 // memo lists the records instead. Every record returned is what the API
 // server returned, never the cache's copy.
 //
+// A record this process wrote is not read at all while the index shows
+// the resourceVersion the API server gave that write (OwnRecords holds
+// each as the write returned it): the record is then what was written,
+// and the read is answered from it. A record the index shows at another
+// version (written since by anyone, this process's own later write not
+// yet seen) is read.
+//
 // The next revision is not read when the index's latest is the latest
 // this process stored (OwnRecords), nor, for a release this process never
 // stored, when the index holds none (a first install): the cache has seen

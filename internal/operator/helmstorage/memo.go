@@ -3,7 +3,8 @@
 // but gzipped at a faster level (secrets.go), under a check that refuses a
 // new record too large for a Secret before it is sent (recordsize.go), and
 // a memo that reads each release's records once per action client, by
-// name when the runtime's cache knows them (byname.go).
+// name when the runtime's cache knows them, and from this process's own
+// write of a record when the cache shows it unchanged since (byname.go).
 package helmstorage
 
 import (

@@ -81,14 +81,33 @@ func decodeWithChartMember(b []byte) (*hrelease.Release, bool) {
 	return decodeRest(e.chart, text)
 }
 
+// gunzipReaders are gzip readers kept for gunzipRest: a few, held
+// whatever the garbage collector does (a sync.Pool empties at every
+// collection, and a reader is 40 KiB).
+var gunzipReaders = make(chan *gzip.Reader, 4)
+
 // gunzipRest returns the JSON in rest, the gzip member after a record's
 // chart member, with the object's opening brace (which the chart's member
 // holds) in front.
 func gunzipRest(rest []byte) ([]byte, bool) {
-	r, err := gzip.NewReader(bytes.NewReader(rest))
-	if err != nil {
-		return nil, false
+	var r *gzip.Reader
+	select {
+	case r = <-gunzipReaders:
+		if r.Reset(bytes.NewReader(rest)) != nil {
+			return nil, false
+		}
+	default:
+		var err error
+		if r, err = gzip.NewReader(bytes.NewReader(rest)); err != nil {
+			return nil, false
+		}
 	}
+	defer func() {
+		select {
+		case gunzipReaders <- r:
+		default:
+		}
+	}()
 	var buf bytes.Buffer
 	buf.Grow(4 * len(rest))
 	buf.WriteByte('{')
@@ -127,6 +146,9 @@ type chartReadCache struct {
 type chartRead struct {
 	gz    []byte
 	chart *chart.Chart
+	// gzBase64 is the base64 of gz's whole 3-byte groups: how every
+	// record of the chart begins (entryOfBase64).
+	gzBase64 []byte
 	// restDict is what the rests of this chart's records held in memory
 	// are deflated against (RecordParts).
 	restDict
@@ -165,6 +187,7 @@ func (c *chartReadCache) chartOf(b []byte) (*chartRead, []byte, bool) {
 		return nil, nil, false
 	}
 	e := &chartRead{gz: bytes.Clone(b[:end]), chart: &chrt}
+	e.gzBase64 = []byte(base64.StdEncoding.EncodeToString(e.gz[:len(e.gz)/3*3]))
 	c.mu.Lock()
 	c.entries = append(c.entries, e)
 	if len(c.entries) > maxChartMembers {
@@ -172,4 +195,35 @@ func (c *chartReadCache) chartOf(b []byte) (*chartRead, []byte, bool) {
 	}
 	c.mu.Unlock()
 	return e, b[end:], true
+}
+
+// entryOfBase64 returns the entry of the chart whose member data, a
+// record's base64 payload, begins with, and the bytes after that member,
+// decoded; false when no entry's member begins it. Only the bytes from
+// the member's last whole 3-byte group on are decoded.
+func (c *chartReadCache) entryOfBase64(data []byte) (*chartRead, []byte, bool) {
+	c.mu.Lock()
+	var e *chartRead
+	for _, cand := range c.entries {
+		if len(data) > len(cand.gzBase64) && bytes.Equal(data[:len(cand.gzBase64)], cand.gzBase64) {
+			e = cand
+			break
+		}
+	}
+	c.mu.Unlock()
+	if e == nil {
+		return nil, nil, false
+	}
+	tail := data[len(e.gzBase64):]
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(tail)))
+	n, err := base64.StdEncoding.Decode(b, tail)
+	if err != nil {
+		return nil, nil, false
+	}
+	b = b[:n]
+	left := e.gz[len(e.gz)/3*3:] // the member's last bytes, under 3
+	if len(b) <= len(left) || !bytes.Equal(b[:len(left)], left) {
+		return nil, nil, false
+	}
+	return e, b[len(left):], true
 }

@@ -24,11 +24,14 @@ import (
 const restDictLevel = 6
 
 // restDict is the dictionary of one chart's held rests, set by the first
-// rest held, with the deflate writers that use it.
+// rest held, with a deflate writer that uses it. Writers are kept in
+// channels, not sync.Pools, which empty at every garbage collection: a
+// deflate writer is about 1 MiB, and a new one per write was a fifth of
+// what holding a record allocated.
 type restDict struct {
 	once    sync.Once
 	dict    []byte
-	writers sync.Pool // *flate.Writer on dict
+	writers chan *flate.Writer // one, on dict
 }
 
 // RecordParts is a record the runtime's storage wrote, held compactly
@@ -39,16 +42,20 @@ type RecordParts struct {
 }
 
 // SplitRecord returns the parts of data, a record's base64 payload, and
-// false when it is not a record whose first gzip member is a chart's.
+// false when it is not a record whose first gzip member is a chart's. A
+// record of a chart read or held before is not decoded from base64 but
+// for its rest.
 func SplitRecord(data []byte) (RecordParts, bool) {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(b, data)
-	if err != nil || n < 3 || !bytes.Equal(b[:3], gzipMagic) {
-		return RecordParts{}, false
-	}
-	e, rest, ok := chartReads.chartOf(b[:n])
+	e, rest, ok := chartReads.entryOfBase64(data)
 	if !ok {
-		return RecordParts{}, false
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
+		n, err := base64.StdEncoding.Decode(b, data)
+		if err != nil || n < 3 || !bytes.Equal(b[:3], gzipMagic) {
+			return RecordParts{}, false
+		}
+		if e, rest, ok = chartReads.chartOf(b[:n]); !ok {
+			return RecordParts{}, false
+		}
 	}
 	text, ok := gunzipRest(rest)
 	if !ok {
@@ -78,18 +85,27 @@ func (p RecordParts) Decode() (*hrelease.Release, bool) {
 // deflate returns text deflated against the chart's dictionary, which
 // the first text deflated sets.
 func (d *restDict) deflate(text []byte) ([]byte, error) {
-	d.once.Do(func() { d.dict = bytes.Clone(text) })
+	d.once.Do(func() {
+		d.dict = bytes.Clone(text)
+		d.writers = make(chan *flate.Writer, 1)
+	})
 	var buf bytes.Buffer
-	w, _ := d.writers.Get().(*flate.Writer)
-	if w == nil {
+	var w *flate.Writer
+	select {
+	case w = <-d.writers:
+		w.Reset(&buf)
+	default:
 		var err error
 		if w, err = flate.NewWriterDict(&buf, restDictLevel, d.dict); err != nil {
 			return nil, err
 		}
-	} else {
-		w.Reset(&buf)
 	}
-	defer d.writers.Put(w)
+	defer func() {
+		select {
+		case d.writers <- w:
+		default:
+		}
+	}()
 	if _, err := w.Write(text); err != nil {
 		return nil, err
 	}
@@ -99,20 +115,28 @@ func (d *restDict) deflate(text []byte) ([]byte, error) {
 	return bytes.Clone(buf.Bytes()), nil
 }
 
-// inflateReaders are flate readers, reset for each held rest.
-var inflateReaders sync.Pool // io.ReadCloser implementing flate.Resetter
+// inflateReaders are flate readers kept for inflate (see restDict).
+var inflateReaders = make(chan io.ReadCloser, 4) // each a flate.Resetter
 
 // inflate returns the text packed holds, deflated against the chart's
 // dictionary.
 func (d *restDict) inflate(packed []byte) ([]byte, error) {
 	in := bytes.NewReader(packed)
-	r, _ := inflateReaders.Get().(io.ReadCloser)
-	if r == nil {
+	var r io.ReadCloser
+	select {
+	case r = <-inflateReaders:
+		if err := r.(flate.Resetter).Reset(in, d.dict); err != nil {
+			return nil, err
+		}
+	default:
 		r = flate.NewReaderDict(in, d.dict)
-	} else if err := r.(flate.Resetter).Reset(in, d.dict); err != nil {
-		return nil, err
 	}
-	defer inflateReaders.Put(r)
+	defer func() {
+		select {
+		case inflateReaders <- r:
+		default:
+		}
+	}()
 	var out bytes.Buffer
 	out.Grow(len(d.dict) + 2*len(packed))
 	if _, err := out.ReadFrom(r); err != nil {

@@ -39,6 +39,25 @@ func TestRecordParts(t *testing.T) {
 		g.Expect(again.Chart.Metadata.Version).NotTo(Equal("edited"), "each decode gets a chart of its own")
 	}
 
+	// Charts whose members end at each offset within a base64 group: the
+	// split decodes from the member's last whole group on.
+	residues := map[int]bool{}
+	for i := 0; i < 12 && len(residues) < 3; i++ {
+		rel := testRecord("versions")
+		rel.Chart.Metadata.Version = "1.0." + strings.Repeat("1", i)
+		data, err := EncodeRecord(rel)
+		g.Expect(err).NotTo(HaveOccurred())
+		for range 2 { // the chart's first record, then one of a chart held
+			p, ok := SplitRecord(data)
+			g.Expect(ok).To(BeTrue())
+			got, ok := p.Decode()
+			g.Expect(ok).To(BeTrue())
+			g.Expect(got).To(Equal(decodeRecord(g, data)), "chart version %s", rel.Chart.Metadata.Version)
+			residues[len(p.ref.gz)%3] = true
+		}
+	}
+	g.Expect(residues).To(HaveLen(3), "members ending at every offset of a base64 group")
+
 	_, ok := SplitRecord(helmRecord(g, testRecord("helm's")))
 	g.Expect(ok).To(BeFalse(), "Helm's own encoding")
 	_, ok = SplitRecord([]byte(base64.StdEncoding.EncodeToString([]byte(`{"name":"plain"}`))))
