@@ -28,16 +28,45 @@ import (
 // once (chartReads), and the rest of its JSON decoded; any other record
 // (Helm's own: one member; one without gzip) is decoded whole.
 func DecodeRecord(data []byte) (*hrelease.Release, error) {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(b, data)
+	if e, text, ok := chartRecord(data); ok {
+		if rls, ok := decodeRest(e.chart, text); ok {
+			return rls, nil
+		}
+	}
+	b, err := decodeBase64(data)
 	if err != nil {
 		return nil, err
 	}
-	b = b[:n]
-	if rls, ok := decodeWithChartMember(b); ok {
-		return rls, nil
-	}
 	return decodeWhole(b)
+}
+
+// chartRecord returns the entry of the chart whose member data, a
+// record's base64 payload, begins with, and the JSON of the rest of the
+// record (gunzipRest); false when data is not a chart's member and a
+// rest. A record of a chart read before is decoded from base64 only from
+// its rest on (entryOfBase64).
+func chartRecord(data []byte) (*chartRead, []byte, bool) {
+	e, rest, ok := chartReads.entryOfBase64(data)
+	if !ok {
+		b, err := decodeBase64(data)
+		if err != nil || len(b) < 3 || !bytes.Equal(b[:3], gzipMagic) {
+			return nil, nil, false
+		}
+		if e, rest, ok = chartReads.chartOf(b); !ok {
+			return nil, nil, false
+		}
+	}
+	text, ok := gunzipRest(rest)
+	if !ok {
+		return nil, nil, false
+	}
+	return e, text, true
+}
+
+func decodeBase64(data []byte) ([]byte, error) {
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
+	n, err := base64.StdEncoding.Decode(b, data)
+	return b[:n], err
 }
 
 // decodeWhole decodes b, gunzipped when it is gzip, as Helm's driver does.
@@ -63,23 +92,6 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
 // chartMemberPrefix opens a chart's member (chartMemberCache.member).
 const chartMemberPrefix = `{"chart":`
-
-// decodeWithChartMember decodes b, a gzip stream whose first member is a
-// chart's, and reports false, having decoded nothing, when it is not.
-func decodeWithChartMember(b []byte) (*hrelease.Release, bool) {
-	if len(b) < 3 || !bytes.Equal(b[:3], gzipMagic) {
-		return nil, false
-	}
-	e, rest, ok := chartReads.chartOf(b)
-	if !ok {
-		return nil, false
-	}
-	text, ok := gunzipRest(rest)
-	if !ok {
-		return nil, false
-	}
-	return decodeRest(e.chart, text)
-}
 
 // gunzipReaders are gzip readers kept for gunzipRest: a few, held
 // whatever the garbage collector does (a sync.Pool empties at every

@@ -3,7 +3,6 @@ package release
 import (
 	"bytes"
 	"compress/flate"
-	"encoding/base64"
 	"io"
 	"sync"
 
@@ -46,18 +45,7 @@ type RecordParts struct {
 // record of a chart read or held before is not decoded from base64 but
 // for its rest.
 func SplitRecord(data []byte) (RecordParts, bool) {
-	e, rest, ok := chartReads.entryOfBase64(data)
-	if !ok {
-		b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-		n, err := base64.StdEncoding.Decode(b, data)
-		if err != nil || n < 3 || !bytes.Equal(b[:3], gzipMagic) {
-			return RecordParts{}, false
-		}
-		if e, rest, ok = chartReads.chartOf(b[:n]); !ok {
-			return RecordParts{}, false
-		}
-	}
-	text, ok := gunzipRest(rest)
+	e, text, ok := chartRecord(data)
 	if !ok {
 		return RecordParts{}, false
 	}
