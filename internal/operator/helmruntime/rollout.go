@@ -121,13 +121,14 @@ func rolloutName(kind, version string, shard labels.Selector) string {
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]+`)
 
-// rolloutNameFor is the name of the ChartRollout that moves the
-// resources of gvk to version: rolloutName's, unless a rollout of a kind
-// of the same name in another group holds that name. Then (and for as
-// long as this kind's rollout lives) it is that name with
-// -group-<digest of the group> appended. ChartRollouts are
-// cluster-scoped, and one kind must never run the waves of another's.
-func rolloutNameFor(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, version string, shard labels.Selector) (string, error) {
+// rolloutFor returns the name of the ChartRollout that moves the
+// resources of gvk to version, and that rollout (nil when there is none
+// yet). The name is rolloutName's, unless a rollout of a kind of the same
+// name in another group holds that name. Then (and for as long as this
+// kind's rollout lives) it is that name with -group-<digest of the group>
+// appended. ChartRollouts are cluster-scoped, and one kind must never run
+// the waves of another's.
+func rolloutFor(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, version string, shard labels.Selector) (string, *platformv1alpha1.ChartRollout, error) {
 	base := rolloutName(gvk.Kind, version, shard)
 	sum := sha256.Sum256([]byte(gvk.Group))
 	alt := base + "-group-" + hex.EncodeToString(sum[:5])
@@ -137,19 +138,22 @@ func rolloutNameFor(ctx context.Context, r client.Reader, gvk schema.GroupVersio
 	cr := &platformv1alpha1.ChartRollout{}
 	switch err := r.Get(ctx, client.ObjectKey{Name: alt}, cr); {
 	case err == nil && ours(cr):
-		return alt, nil
+		return alt, cr, nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return "", err
+		return "", nil, err
 	}
+	cr = &platformv1alpha1.ChartRollout{}
 	switch err := r.Get(ctx, client.ObjectKey{Name: base}, cr); {
 	case apierrors.IsNotFound(err):
-		return base, nil
+		return base, nil, nil
 	case err != nil:
-		return "", err
+		return "", nil, err
 	case ours(cr):
-		return base, nil
+		return base, cr, nil
 	}
-	return alt, nil
+	// base is another kind's, and the alternative name holds no rollout
+	// of this kind (nor, short of a digest collision, of any other).
+	return alt, nil, nil
 }
 
 // setupRollout adds the kind's rollout controller to mgr. Without the
@@ -314,16 +318,14 @@ func failedAt(st map[string]any, version string, start time.Time) bool {
 // pass looks at the kind once and returns when to look again.
 func (rc *rolloutController) pass(ctx context.Context) (time.Duration, error) {
 	target := rc.k.watch.Versions.Default
-	name, err := rolloutNameFor(ctx, rc.c, rc.k.watch.GVK, target, rc.k.rt.opts.Shard())
+	name, cr, err := rolloutFor(ctx, rc.c, rc.k.watch.GVK, target, rc.k.rt.opts.Shard())
 	if err != nil {
 		return 0, err
 	}
-	cr := &platformv1alpha1.ChartRollout{}
-	err = rc.c.Get(ctx, client.ObjectKey{Name: name}, cr)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return 0, err
+	exists := cr != nil
+	if !exists {
+		cr = &platformv1alpha1.ChartRollout{}
 	}
-	exists := err == nil
 	if exists && rc.latest != nil && rc.latest.UID == cr.UID && cr.ResourceVersion == rc.staleRV {
 		// The cache has not seen this process's last write yet.
 		cr = rc.latest.DeepCopy()

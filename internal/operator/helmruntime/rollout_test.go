@@ -64,10 +64,10 @@ func TestRolloutConditions(t *testing.T) {
 	}
 }
 
-// TestRolloutNameFor: a kind's rollout is <kind>-<version> unless a kind
+// TestRolloutFor: a kind's rollout is <kind>-<version> unless a kind
 // of the same name in another group holds that name; then, and for as
 // long as its own rollout lives, it is that name with the group's digest.
-func TestRolloutNameFor(t *testing.T) {
+func TestRolloutFor(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	web := schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}
@@ -79,8 +79,13 @@ func TestRolloutNameFor(t *testing.T) {
 		}
 	}
 	nameFor := func(c client.Client, gvk schema.GroupVersionKind) string {
-		name, err := rolloutNameFor(ctx, c, gvk, "0.2.0", nil)
+		name, cr, err := rolloutFor(ctx, c, gvk, "0.2.0", nil)
 		g.Expect(err).NotTo(HaveOccurred())
+		if cr != nil {
+			g.Expect(cr.Name).To(Equal(name), "the rollout returned is the one named")
+			g.Expect(cr.Spec.Kind).To(Equal(gvk.Kind))
+			g.Expect(cr.Spec.Group).To(Equal(gvk.Group), "never another kind's rollout")
+		}
 		return name
 	}
 
