@@ -28,39 +28,43 @@ import (
 // once (chartReads), and the rest of its JSON decoded; any other record
 // (Helm's own: one member; one without gzip) is decoded whole.
 func DecodeRecord(data []byte) (*hrelease.Release, error) {
-	if e, text, ok := chartRecord(data); ok {
-		if rls, ok := decodeRest(e.chart, text); ok {
-			return rls, nil
-		}
-	}
-	b, err := decodeBase64(data)
+	e, rest, whole, err := recordRest(data)
 	if err != nil {
 		return nil, err
 	}
-	return decodeWhole(b)
+	if e != nil {
+		if text, ok := gunzipRest(rest); ok {
+			if rls, ok := decodeRest(e.chart, text); ok {
+				return rls, nil
+			}
+		}
+		if whole == nil {
+			if whole, err = decodeBase64(data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return decodeWhole(whole)
 }
 
-// chartRecord returns the entry of the chart whose member data, a
-// record's base64 payload, begins with, and the JSON of the rest of the
-// record (gunzipRest); false when data is not a chart's member and a
-// rest. A record of a chart read before is decoded from base64 only from
-// its rest on (entryOfBase64).
-func chartRecord(data []byte) (*chartRead, []byte, bool) {
-	e, rest, ok := chartReads.entryOfBase64(data)
-	if !ok {
-		b, err := decodeBase64(data)
-		if err != nil || len(b) < 3 || !bytes.Equal(b[:3], gzipMagic) {
-			return nil, nil, false
-		}
-		if e, rest, ok = chartReads.chartOf(b); !ok {
-			return nil, nil, false
-		}
+// recordRest returns the entry of the chart whose member data, a record's
+// base64 payload, begins with, and the gzip bytes after that member; a
+// nil entry when data is not a chart's member and a rest. A record of a
+// chart read before is decoded from base64 only from its rest on
+// (entryOfBase64); any other is decoded whole, and whole is what it
+// decoded to (nil when it was not decoded whole).
+func recordRest(data []byte) (e *chartRead, rest, whole []byte, err error) {
+	if e, rest, ok := chartReads.entryOfBase64(data); ok {
+		return e, rest, nil, nil
 	}
-	text, ok := gunzipRest(rest)
-	if !ok {
-		return nil, nil, false
+	if whole, err = decodeBase64(data); err != nil {
+		return nil, nil, nil, err
 	}
-	return e, text, true
+	if len(whole) < 3 || !bytes.Equal(whole[:3], gzipMagic) {
+		return nil, nil, whole, nil
+	}
+	e, rest, _ = chartReads.chartOf(whole)
+	return e, rest, whole, nil
 }
 
 func decodeBase64(data []byte) ([]byte, error) {

@@ -45,7 +45,11 @@ type RecordParts struct {
 // record of a chart read or held before is not decoded from base64 but
 // for its rest.
 func SplitRecord(data []byte) (RecordParts, bool) {
-	e, text, ok := chartRecord(data)
+	e, rest, _, err := recordRest(data)
+	if err != nil || e == nil {
+		return RecordParts{}, false
+	}
+	text, ok := gunzipRest(rest)
 	if !ok {
 		return RecordParts{}, false
 	}
