@@ -37,8 +37,9 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     more reconcile of its owner when the deployment controller recorded
 //     its revision, seconds or (with many Deployments) minutes later.
 //   - The objects releases render (unstructured, of any kind other than
-//     the watched custom resources) as their metadata and a digest of the
-//     rest (see fingerprint). They were most of the cache.
+//     the watched custom resources) as their metadata (without its
+//     creationTimestamp and generation) and a digest of the rest (see
+//     fingerprint). They were most of the cache.
 //   - The watched custom resources with only the part of their status a
 //     chart rollout counts (trimStatus). The status holds the release's
 //     whole manifest (status.deployedRelease.manifest), a few KiB per
@@ -46,6 +47,9 @@ const HelmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
 //     (docs/benchmarks.md). The whole status of the version cached is
 //     kept compressed in statuses, from which the library's read of its
 //     resource is answered (Statuses).
+//   - Every object with the strings its metadata repeats (keys, labels,
+//     the namespace, the owner's kind) shared with the other objects
+//     (compact.go).
 //   - Pods and PersistentVolumeClaims, cached once a release waits for
 //     Pods (readycontroller), with only what says why a Pod is not ready
 //     (trimPod) and a claim's phase.
@@ -103,6 +107,7 @@ func (t cacheTrim) transform(obj any) (any, error) {
 			fingerprint(o)
 		}
 	}
+	cacheStrings.compactObject(obj)
 	return obj, nil
 }
 
@@ -126,7 +131,9 @@ const contentDigestField = manifest.ContentDigestField
 // keeps exactly that: two fingerprints are equal when the objects' content
 // is (their JSON, which has sorted keys, has the same SHA-256). A cached
 // Deployment shrinks from its whole spec, Pod template included, to its
-// metadata and 64 hex digits.
+// metadata and 64 hex digits. Of the metadata it drops the creation time
+// and the generation (unreadMetadata), and with them no event is lost: a
+// new generation is new content, and so a new digest.
 //
 // An object that is already a fingerprint is left as it is: the transform
 // must be idempotent (client-go may pass an object it already transformed),
@@ -147,9 +154,20 @@ func fingerprint(u *unstructured.Unstructured) {
 			kept[k] = v
 		}
 	}
+	if m, ok := kept["metadata"].(map[string]any); ok {
+		for _, k := range unreadMetadata {
+			delete(m, k)
+		}
+	}
 	u.Object = kept
 	readiness.Stash(u, health)
 }
+
+// unreadMetadata are the metadata fields a fingerprint drops: nothing
+// reads them from the cache, its generation changes only with its content
+// (the digest), and without them the metadata map fits one group of Go's
+// map (eight entries), a third less memory per object.
+var unreadMetadata = []string{"creationTimestamp", "generation"}
 
 // bookkeepingAnnotationPrefixes are the prefixes of annotations that
 // Kubernetes controllers write on the objects they manage: the deployment
