@@ -120,8 +120,12 @@ type readyEntry struct {
 	stampedAt time.Time
 	// rev is the revision the post-release hook last saw applied.
 	rev revisionInfo
-	// status and resourceVersion are the custom resource's as this
-	// process last read or wrote them.
+	// held and resourceVersion are the custom resource's status and
+	// version as this process last read or wrote them. The tracker's
+	// entries hold the status as JSON (heldStatus); status is it decoded,
+	// in the copy of an entry that a judgement works on (and nil in the
+	// entries themselves).
+	held            heldStatus
 	status          map[string]any
 	resourceVersion string
 	// podsPolled: the last judgement read Pods from the API server, not
@@ -295,12 +299,12 @@ func (t *Tracker) Exec(obj *unstructured.Unstructured, rel release.Release, log 
 	// while the library repaired drift): the status of this process's
 	// last write wins; only a resource it knows no status of (a new one, or
 	// one not seen since a restart) takes the library's copy.
-	if st, ok := obj.Object["status"].(map[string]any); ok && e.status == nil {
-		e.status = keptStatus(st)
+	if st, ok := obj.Object["status"].(map[string]any); ok && !e.held.known() {
+		e.held = holdStatus(st)
 		e.resourceVersion = obj.GetResourceVersion()
 	}
-	if e.status != nil {
-		e.release = releaseFromStatus(e.status, e.release)
+	if e.held.known() {
+		e.release = releaseFromStatus(e.held.get(), e.release)
 	}
 	t.mu.Unlock()
 	select {
@@ -507,6 +511,7 @@ func (t *Tracker) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	snapshot := *e
 	t.mu.Unlock()
+	snapshot.status = snapshot.held.get()
 
 	now := t.clock.Now()
 	if wait := unreported(t.activity.LastEnded(t.releaseKey(cr)), &snapshot, now); wait > 0 {
@@ -665,7 +670,7 @@ func (t *Tracker) written(key types.NamespacedName, before *readyEntry, cr *unst
 	st, _ := cr.Object["status"].(map[string]any)
 	t.mu.Lock()
 	if e := t.entries[key]; e != nil && e.uid == cr.GetUID() {
-		e.status = keptStatus(st)
+		e.held = holdStatus(st)
 		e.resourceVersion = cr.GetResourceVersion()
 		e.release = releaseFromStatus(st, e.release)
 	}

@@ -53,8 +53,8 @@ func (s *States) Collect(ch chan<- prometheus.Metric) {
 		counts := map[string]int{releasesReady: 0, releasesNotReady: 0, releasesFailed: 0}
 		t.mu.Lock()
 		for _, e := range t.entries {
-			if e.status != nil {
-				counts[readinessOf(e.status)]++
+			if e.held.known() {
+				counts[e.held.readiness]++
 			}
 		}
 		t.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/acme/platform-operator/internal/operator/readiness"
@@ -31,7 +32,7 @@ func (t *Tracker) StampStatus(ctx context.Context, obj client.Object) (written f
 	}
 	t.mu.Unlock()
 	e.uid = u.GetUID()
-	known := e.status
+	known := e.held.get()
 	e.status = keptStatus(st)
 	e.release = releaseFromStatus(st, e.release)
 	e.generation = u.GetGeneration()
@@ -124,6 +125,55 @@ func withReady(st map[string]any, v readiness.Verdict, generation int64, now tim
 	return out
 }
 
+// heldStatus is a status as the tracker's entries hold it between
+// judgements: what keptStatus keeps of it, as JSON. At N=10,000 the
+// tracker held every release's status as decoded maps, 45 MB the
+// collector marked on every cycle; as JSON it is a third of that and one
+// object the collector does not scan (docs/benchmarks.md, "The cache's
+// strings shared"). A judgement decodes it once.
+type heldStatus struct {
+	json []byte // nil: no status known
+	// readiness is readinessOf the status, for the metrics.
+	readiness string
+}
+
+// holdStatus returns what the tracker holds of st.
+func holdStatus(st map[string]any) heldStatus {
+	if st == nil {
+		return heldStatus{}
+	}
+	kept := make(map[string]any, len(keptFields))
+	for _, k := range keptFields {
+		if v, ok := st[k]; ok {
+			kept[k] = v
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil { // not JSON data: never from the API server
+		return heldStatus{}
+	}
+	return heldStatus{json: b, readiness: readinessOf(kept)}
+}
+
+// known reports whether a status is held.
+func (h heldStatus) known() bool { return h.json != nil }
+
+// get returns the status held, decoded (whole numbers as int64, as in an
+// object read from the API server), or nil.
+func (h heldStatus) get() map[string]any {
+	if h.json == nil {
+		return nil
+	}
+	var st map[string]any
+	if err := utiljson.Unmarshal(h.json, &st); err != nil {
+		return nil
+	}
+	return st
+}
+
+// keptFields are the fields of a status the tracker keeps.
+var keptFields = []string{"conditions", "observedGeneration", "history", "remediation", StatusChartVersion}
+
 // keptStatus is what the tracker keeps of a status: its conditions,
 // observedGeneration, history and remediation, copied. Not deployedRelease: its manifest is a few
 // KiB per resource, which the cache already avoids holding (package cachefilter).
@@ -132,7 +182,7 @@ func keptStatus(st map[string]any) map[string]any {
 		return nil
 	}
 	out := map[string]any{}
-	for _, k := range []string{"conditions", "observedGeneration", "history", "remediation", StatusChartVersion} {
+	for _, k := range keptFields {
 		if v, ok := st[k]; ok {
 			out[k] = runtime.DeepCopyJSONValue(v)
 		}
