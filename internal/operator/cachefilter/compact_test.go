@@ -2,6 +2,8 @@ package cachefilter
 
 import (
 	"fmt"
+	"maps"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -108,4 +110,60 @@ func TestInternerIsBounded(t *testing.T) {
 	long := string(make([]byte, internMaxLen+1))
 	g.Expect(sameBytes(in.str(long), long)).To(BeTrue())
 	g.Expect(in.m).NotTo(HaveKey(long))
+}
+
+// BenchmarkCachedObjectSize reports the heap a cached copy of a rendered
+// Deployment retains (retained-B/object), as a watch decodes it, with the
+// transform as it is ("shared") and with the strings left as decoded and
+// the whole metadata kept ("decoded", the transform before compact.go).
+func BenchmarkCachedObjectSize(b *testing.B) {
+	const n = 20000
+	doc := func(i int) []byte {
+		return fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bench-%05d-nginx","namespace":"bench","uid":"8f1c2a3b-1111-2222-3333-%012d","resourceVersion":"%d","generation":1,"creationTimestamp":"2026-12-01T00:00:00Z",
+"labels":{"app.kubernetes.io/instance":"bench-%05d","app.kubernetes.io/managed-by":"Helm","app.kubernetes.io/name":"nginx","app.kubernetes.io/version":"1.25.3","helm.sh/chart":"nginx-0.1.0"},
+"annotations":{"meta.helm.sh/release-name":"bench-%05d","meta.helm.sh/release-namespace":"bench"},
+"ownerReferences":[{"apiVersion":"platform.acme.com/v1alpha1","kind":"Nginx","name":"bench-%05d","uid":"9f1c2a3b-1111-2222-3333-%012d","controller":true,"blockOwnerDeletion":true}]},
+"spec":{"replicas":0,"selector":{"matchLabels":{"app.kubernetes.io/name":"nginx","app.kubernetes.io/instance":"bench-%05d"}},"template":{"metadata":{"labels":{"app.kubernetes.io/name":"nginx","app.kubernetes.io/instance":"bench-%05d"}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.25.3","ports":[{"containerPort":80,"name":"http","protocol":"TCP"}]}]}}},
+"status":{"observedGeneration":1,"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability.","lastUpdateTime":"2026-12-01T00:00:00Z","lastTransitionTime":"2026-12-01T00:00:00Z"}]}}`, i, i, 100000+i, i, i, i, i, i, i)
+	}
+	decodedOnly := func(obj any) (any, error) {
+		obj, err := trimObject(obj)
+		if u, ok := obj.(*unstructured.Unstructured); ok && err == nil {
+			md := maps.Clone(u.Object["metadata"].(map[string]any))
+			fingerprint(u)
+			u.Object["metadata"] = md // every field kept
+		}
+		return obj, err
+	}
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{
+		{"decoded", decodedOnly},
+		{"shared", CacheOptions(nil, nil, nil, nil).DefaultTransform},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			raw := make([][]byte, n)
+			for i := range raw {
+				raw[i] = doc(i)
+			}
+			for b.Loop() {
+				kept := make([]any, n)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i := range raw {
+					u := &unstructured.Unstructured{}
+					if err := u.UnmarshalJSON(raw[i]); err != nil {
+						b.Fatal(err)
+					}
+					kept[i], _ = tc.transform(u)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "retained-B/object")
+				runtime.KeepAlive(kept)
+			}
+		})
+	}
 }
