@@ -302,8 +302,8 @@ func (t *Tracker) Exec(obj *unstructured.Unstructured, rel release.Release, log 
 	if st, ok := obj.Object["status"].(map[string]any); ok && !e.held.known() {
 		e.held = holdStatus(st)
 		e.resourceVersion = obj.GetResourceVersion()
-	}
-	if e.held.known() {
+		e.release = releaseFromStatus(st, e.release)
+	} else if e.held.known() {
 		e.release = releaseFromStatus(e.held.get(), e.release)
 	}
 	t.mu.Unlock()

@@ -139,14 +139,9 @@ type heldStatus struct {
 
 // holdStatus returns what the tracker holds of st.
 func holdStatus(st map[string]any) heldStatus {
-	if st == nil {
+	kept := keptFieldsOf(st)
+	if kept == nil {
 		return heldStatus{}
-	}
-	kept := make(map[string]any, len(keptFields))
-	for _, k := range keptFields {
-		if v, ok := st[k]; ok {
-			kept[k] = v
-		}
 	}
 	b, err := json.Marshal(kept)
 	if err != nil { // not JSON data: never from the API server
@@ -178,13 +173,23 @@ var keptFields = []string{"conditions", "observedGeneration", "history", "remedi
 // observedGeneration, history and remediation, copied. Not deployedRelease: its manifest is a few
 // KiB per resource, which the cache already avoids holding (package cachefilter).
 func keptStatus(st map[string]any) map[string]any {
+	kept := keptFieldsOf(st)
+	if kept == nil {
+		return nil
+	}
+	return runtime.DeepCopyJSON(kept)
+}
+
+// keptFieldsOf returns the fields of st the tracker keeps (keptFields),
+// not copied; nil for no status.
+func keptFieldsOf(st map[string]any) map[string]any {
 	if st == nil {
 		return nil
 	}
-	out := map[string]any{}
+	out := make(map[string]any, len(keptFields))
 	for _, k := range keptFields {
 		if v, ok := st[k]; ok {
-			out[k] = runtime.DeepCopyJSONValue(v)
+			out[k] = v
 		}
 	}
 	return out
