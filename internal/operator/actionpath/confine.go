@@ -10,9 +10,11 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/acme/platform-operator/internal/operator/claims"
@@ -108,12 +110,28 @@ func (c *confinedActionClient) checker(first postrender.PostRenderer) postrender
 	return checkingPostRenderer{first: first, check: c.check}
 }
 
+// keptBuilds is a kube client that keeps the objects of the manifests it
+// built, or that the owner post-renderer wrote (helmconfig's).
+type keptBuilds interface {
+	KeptBuild(manifest []byte) (kube.ResourceList, bool)
+}
+
 // check applies the kind's allowance to the manifests of b, whose
 // namespaced objects without a namespace land in the release namespace.
+// The objects of a post-rendered manifest are the owner post-renderer's,
+// kept by the action's kube client: their placements are read from them,
+// not from a parse of b.
 func (c *confinedActionClient) check(b *bytes.Buffer) error {
 	cfg := c.Config()
 	if cfg == nil || cfg.RESTClientGetter == nil {
 		return errors.New("confinement: no REST mapper to tell namespaced kinds from cluster-scoped ones")
+	}
+	if k, ok := cfg.KubeClient.(keptBuilds); ok {
+		if list, ok := k.KeptBuild(b.Bytes()); ok {
+			if placements, ok := placementsOf(list); ok {
+				return c.allow.Check(release.OwnerOf(c.t.obj).GroupKind.Kind, c.t.obj.GetNamespace(), placements)
+			}
+		}
 	}
 	mapper, err := cfg.RESTClientGetter.ToRESTMapper()
 	if err != nil {
@@ -124,6 +142,24 @@ func (c *confinedActionClient) check(b *bytes.Buffer) error {
 		return fmt.Errorf("confinement: %w", err)
 	}
 	return c.allow.Check(release.OwnerOf(c.t.obj).GroupKind.Kind, c.t.obj.GetNamespace(), claims.Placements(objs))
+}
+
+// placementsOf returns where the objects of list land, as
+// claims.Placements does for the same manifest parsed; false when an
+// object has no REST mapping to tell its scope.
+func placementsOf(list kube.ResourceList) ([]release.Placement, bool) {
+	out := make([]release.Placement, 0, len(list))
+	for _, info := range list {
+		if info.Mapping == nil || info.Object == nil {
+			return nil, false
+		}
+		p := release.Placement{GVK: info.Object.GetObjectKind().GroupVersionKind(), Name: info.Name, Namespace: info.Namespace, Scope: release.Namespaced}
+		if info.Mapping.Scope.Name() == meta.RESTScopeNameRoot {
+			p.Namespace, p.Scope = "", release.ClusterScoped
+		}
+		out = append(out, p)
+	}
+	return out, true
 }
 
 // refused reports a confinement refusal in err, and returns it terminal

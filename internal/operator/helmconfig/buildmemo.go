@@ -15,9 +15,9 @@ import (
 // it is given (its labels, the objects the API server returns), so the
 // kept list is a copy too, never handed out.
 
-// maxBuilds is how many builds a client keeps: an upgrade's current and
-// new manifest, the chart's output the library's owner references parse,
-// and a spare.
+// maxBuilds is how many builds a client keeps: an upgrade's current
+// manifest, the chart's output the library's owner references parse, the
+// post-rendered manifest they write (the new one), and a spare.
 const maxBuilds = 4
 
 // builtManifest is one build kept: its input and a private copy of its
@@ -44,9 +44,15 @@ func (m *buildMemo) get(manifest []byte, validate bool) (kube.ResourceList, bool
 	return nil, false
 }
 
-// put keeps a copy of list, built from manifest, in place of the oldest
-// build when full.
+// put keeps a copy of list, built from manifest, in place of a build of
+// the same manifest, else of the oldest build when full.
 func (m *buildMemo) put(manifest []byte, validate bool, list kube.ResourceList) {
+	for i, b := range m.builds {
+		if b.validate == validate && bytes.Equal(b.manifest, manifest) {
+			m.builds[i].list = copyList(list)
+			return
+		}
+	}
 	if len(m.builds) == maxBuilds {
 		m.builds = append(m.builds[:0], m.builds[1:]...)
 	}

@@ -21,7 +21,8 @@ func configMapInfo(name string) *resource.Info {
 // TestBuildMemo: a kept build is answered with copies that neither the
 // caller's edits of what it built nor of what it got back change; another
 // manifest, or the same with another validate, is not answered; the
-// oldest build makes room.
+// build of a manifest kept already takes its place; the oldest build makes
+// room.
 func TestBuildMemo(t *testing.T) {
 	g := NewWithT(t)
 	var m buildMemo
@@ -42,6 +43,11 @@ func TestBuildMemo(t *testing.T) {
 	g.Expect(ok).To(BeFalse(), "a build with validation is another build")
 	_, ok = m.get([]byte("kind: Secret\n"), false)
 	g.Expect(ok).To(BeFalse())
+
+	m.put([]byte("kind: ConfigMap\n"), false, kube.ResourceList{configMapInfo("b")})
+	got, _ = m.get([]byte("kind: ConfigMap\n"), false)
+	g.Expect(got[0].Name).To(Equal("b"), "the same manifest kept again replaces its build")
+	g.Expect(m.builds).To(HaveLen(1), "and takes no room of another's")
 
 	for i := range maxBuilds {
 		m.put([]byte(fmt.Sprintf("n: %d\n", i)), false, kube.ResourceList{configMapInfo(fmt.Sprint(i))})

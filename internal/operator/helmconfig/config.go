@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -154,7 +155,7 @@ func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper, own *helms
 		if err != nil {
 			return nil, fmt.Errorf("get storage namespace for object: %w", err)
 		}
-		core, err := corev1client.NewForConfig(cfg)
+		core, err := corev1client.NewForConfig(protobuf(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("create secrets client for storage: %w", err)
 		}
@@ -166,6 +167,18 @@ func secretsStorage(releaseNamespace helmclient.ObjectToStringMapper, own *helms
 		}
 		return d, nil
 	}
+}
+
+// protobuf returns a copy of cfg that sends and accepts Kubernetes'
+// protobuf encoding, as controller-runtime's clients do for built-in
+// kinds. A release record is a Secret whose payload JSON would carry as
+// base64 (of Helm's base64): protobuf carries its bytes as they are, and
+// the API server decodes and encodes it for less than its JSON.
+func protobuf(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
 }
 
 // actAs returns the REST configuration Helm's Kubernetes client uses for

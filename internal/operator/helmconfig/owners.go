@@ -30,7 +30,11 @@ import (
 // sigs.k8s.io/yaml, which encodes it as JSON and parses the JSON again as
 // YAML before writing YAML (manifest.MarshalObject writes the same bytes
 // without the round trip), and asks the REST mapper for the scope of each
-// object's kind, which the build that parsed it already asked.
+// object's kind, which the build that parsed it already asked. It also
+// hands the objects it wrote, owners set, to the action's client as the
+// build of its output (buildKeeper), so that Helm's build of the
+// post-rendered manifest right after, and the confinement check before
+// it, parse nothing again.
 func init() {
 	helmclient.DefaultPostRendererFunc = newOwnerRenderer
 }
@@ -59,6 +63,7 @@ func (r *ownerRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	}
 	var (
 		out        bytes.Buffer
+		built      = make(kube.ResourceList, 0, len(list))
 		ownerScope meta.RESTScope // asked at the first object, as the library does
 	)
 	err = list.Visit(func(info *resource.Info, err error) error {
@@ -94,12 +99,27 @@ func (r *ownerRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		}
 		out.WriteString("---\n")
 		out.Write(b)
+		owned := *info
+		owned.Object = u
+		built = append(built, &owned)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if k, ok := r.kubeClient.(buildKeeper); ok {
+		k.keepBuild(out.Bytes(), false, built)
+	}
 	return &out, nil
+}
+
+// buildKeeper is a kube client that answers a build of manifest with
+// list, the objects that manifest's documents parse to (updatingKubeClient).
+// The output of ownerRenderer parses to the objects it wrote
+// (TestOwnerRendererKeepsTheBuildOfItsOutput); Helm builds post-rendered
+// manifests without validation.
+type buildKeeper interface {
+	keepBuild(manifest []byte, validate bool, list kube.ResourceList)
 }
 
 // scopeOf returns the scope of u's kind: the mapping the build found for

@@ -176,3 +176,53 @@ func must(b *bytes.Buffer, err error) string {
 	}
 	return b.String()
 }
+
+// keepingBuilder is a staticBuilder that keeps the builds it is told of.
+type keepingBuilder struct {
+	staticBuilder
+	memo buildMemo
+}
+
+func (b *keepingBuilder) keepBuild(manifest []byte, validate bool, list kube.ResourceList) {
+	b.memo.put(manifest, validate, list)
+}
+
+// TestOwnerRendererKeepsTheBuildOfItsOutput: what ownerRenderer hands its
+// kube client as the build of its output is what a build of that output
+// parses to, object by object, for owners that own and that annotate.
+func TestOwnerRendererKeepsTheBuildOfItsOutput(t *testing.T) {
+	g := NewWithT(t)
+	rm := meta.NewDefaultRESTMapper(nil)
+	for _, k := range []struct {
+		gvk   schema.GroupVersionKind
+		scope meta.RESTScope
+	}{
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}, meta.RESTScopeNamespace},
+	} {
+		rm.Add(k.gvk, k.scope)
+	}
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"})
+	owner.SetNamespace("team-a")
+	owner.SetName("web")
+	owner.SetUID("5f0c2a8e-7d1b-4c3e-9a7f-000000000002")
+
+	kc := &keepingBuilder{staticBuilder: staticBuilder{rm: rm}}
+	out, err := newOwnerRenderer(rm, kc, owner).Run(bytes.NewBufferString(ownersManifest))
+	g.Expect(err).NotTo(HaveOccurred())
+	kept, ok := kc.memo.get(out.Bytes(), false)
+	g.Expect(ok).To(BeTrue(), "the output's build is kept")
+	parsed, err := kc.Build(bytes.NewReader(out.Bytes()), false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kept).To(HaveLen(len(parsed)))
+	for i := range parsed {
+		g.Expect(kept[i].Name).To(Equal(parsed[i].Name))
+		g.Expect(kept[i].Namespace).To(Equal(parsed[i].Namespace))
+		g.Expect(kept[i].Mapping).To(Equal(parsed[i].Mapping))
+		g.Expect(kept[i].Object).To(Equal(parsed[i].Object), "object %d", i)
+	}
+}

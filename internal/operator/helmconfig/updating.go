@@ -92,6 +92,18 @@ func (c *updatingKubeClient) Build(reader io.Reader, validate bool) (kube.Resour
 	return list, nil
 }
 
+// keepBuild answers the next builds of manifest with list (buildKeeper).
+func (c *updatingKubeClient) keepBuild(manifest []byte, validate bool, list kube.ResourceList) {
+	c.builds.put(manifest, validate, list)
+}
+
+// KeptBuild returns a copy of the objects of manifest this reconcile
+// built, or was told of (keepBuild), without parsing it; false when it
+// has none.
+func (c *updatingKubeClient) KeptBuild(manifest []byte) (kube.ResourceList, bool) {
+	return c.builds.get(manifest, false)
+}
+
 // Create creates resources and records what each create left.
 func (c *updatingKubeClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 	sent := contentDigests(resources)
