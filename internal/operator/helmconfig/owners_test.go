@@ -119,12 +119,9 @@ spec:
           limits: {cpu: 1.5, memory: 128Mi}
 `
 
-// TestOwnerRendererWritesWhatTheLibraryWrites: for a namespaced owner and
-// a cluster-scoped one, over objects in the owner's namespace, in
-// another, cluster-scoped, kept, and already owned, ownerRenderer's
-// output is the library's owner post-renderer's, byte for byte.
-func TestOwnerRendererWritesWhatTheLibraryWrites(t *testing.T) {
-	g := NewWithT(t)
+// ownersMapper maps the kinds of ownersManifest and of the owners the
+// tests use.
+func ownersMapper() *meta.DefaultRESTMapper {
 	rm := meta.NewDefaultRESTMapper(nil)
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
@@ -139,6 +136,16 @@ func TestOwnerRendererWritesWhatTheLibraryWrites(t *testing.T) {
 	} {
 		rm.Add(k.gvk, k.scope)
 	}
+	return rm
+}
+
+// TestOwnerRendererWritesWhatTheLibraryWrites: for a namespaced owner and
+// a cluster-scoped one, over objects in the owner's namespace, in
+// another, cluster-scoped, kept, and already owned, ownerRenderer's
+// output is the library's owner post-renderer's, byte for byte.
+func TestOwnerRendererWritesWhatTheLibraryWrites(t *testing.T) {
+	g := NewWithT(t)
+	rm := ownersMapper()
 	builder := staticBuilder{rm: rm}
 
 	namespaced := &unstructured.Unstructured{}
@@ -192,19 +199,7 @@ func (b *keepingBuilder) keepBuild(manifest []byte, validate bool, list kube.Res
 // parses to, object by object, for owners that own and that annotate.
 func TestOwnerRendererKeepsTheBuildOfItsOutput(t *testing.T) {
 	g := NewWithT(t)
-	rm := meta.NewDefaultRESTMapper(nil)
-	for _, k := range []struct {
-		gvk   schema.GroupVersionKind
-		scope meta.RESTScope
-	}{
-		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace},
-		{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace},
-		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace},
-		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot},
-		{schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"}, meta.RESTScopeNamespace},
-	} {
-		rm.Add(k.gvk, k.scope)
-	}
+	rm := ownersMapper()
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(schema.GroupVersionKind{Group: "web.acme.com", Version: "v1alpha1", Kind: "Nginx"})
 	owner.SetNamespace("team-a")
