@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -36,7 +38,12 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", "")
+	auditLog := ""
+	if cfg.itemise {
+		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", floorName, n))
+		_ = os.Remove(auditLog)
+	}
+	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", auditLog)
 	defer stop()
 	if err != nil {
 		return res, err
@@ -101,6 +108,9 @@ func measureFloor(cfg config, n int) (Result, error) {
 		res.AllDeployed.Round(time.Millisecond), res.LatencyP50.Round(time.Millisecond), res.LatencyP99.Round(time.Millisecond))
 	fmt.Printf("   CPU seconds until all were created: %s\n", procs.CPUSince())
 	stopProfile()
+	if auditLog != "" {
+		clientsInPhase(auditLog, "until all were created", start, start.Add(res.AllDeployed), n)
+	}
 
 	edited, err := cfg.editedValues()
 	if err != nil {
@@ -135,6 +145,9 @@ func measureFloor(cfg config, n int) (Result, error) {
 	}
 	res.AllUpgraded, res.Upgraded = time.Since(start), n
 	fmt.Printf("   patched the changed objects of %d releases in %s\n", n, res.AllUpgraded.Round(time.Millisecond))
+	if auditLog != "" {
+		clientsInPhase(auditLog, "until all were patched", start, start.Add(res.AllUpgraded), n)
+	}
 	return res, nil
 }
 

@@ -22,8 +22,7 @@ func TestItemiseAudit(t *testing.T) {
 		`{"verb":"create","requestURI":"/apis/web.acme.com/v1alpha1/namespaces/b/nginxes","userAgent":"` + filepath.Base(os.Args[0]) + `/v0.0.0","requestReceivedTimestamp":"` + at(3) + `","objectRef":{"resource":"nginxes"},"responseStatus":{"code":201}}`,
 		`{"verb":"create","requestURI":"/api/v1/namespaces/b/secrets","userAgent":"manager/v0.0.0","requestReceivedTimestamp":"` + at(9) + `","objectRef":{"resource":"secrets"},"responseStatus":{"code":201}}`,
 	}
-	path := filepath.Join(t.TempDir(), "audit.log")
-	g.Expect(os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)).To(Succeed())
+	path := writeAudit(t, lines)
 
 	items, err := itemiseAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -32,4 +31,43 @@ func TestItemiseAudit(t *testing.T) {
 		"update nginxes/status 409": 1,
 		"create secrets":            1,
 	}), "the control plane's and the benchmark's requests, and those outside the window, are left out")
+}
+
+func TestClientsAudit(t *testing.T) {
+	g := NewWithT(t)
+	at := func(s int) string { return time.Date(2026, 11, 29, 19, 0, s, 0, time.UTC).Format(time.RFC3339Nano) }
+	line := func(ua string, s int) string {
+		return `{"verb":"create","requestURI":"/x","userAgent":"` + ua + `","requestReceivedTimestamp":"` + at(s) + `"}`
+	}
+	lines := []string{
+		line("manager/v0.0.0", 1),
+		line("Go-http-client/2.0", 2),
+		line("kube-controller-manager/v1.35.4", 3),
+		line("kube-controller-manager/v1.35.4", 4),
+		line("kube-scheduler/v1.35.4", 4),
+		line("kube-apiserver/v1.35.4", 5),
+		line(filepath.Base(os.Args[0])+"/v0.0.0", 5),
+		line("kube-controller-manager/v1.35.4", 9),
+	}
+	path := writeAudit(t, lines)
+
+	clients, err := clientsAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(clients).To(Equal(map[string]int{
+		"runtime":                 2,
+		"kube-controller-manager": 2,
+		"kube-scheduler":          1,
+		"kube-apiserver":          1,
+		"benchmark":               1,
+	}), "every client's requests inside the window, the runtime's Helm client counted as the runtime's")
+}
+
+// writeAudit writes lines as an audit log in a temporary directory.
+func writeAudit(t *testing.T, lines []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

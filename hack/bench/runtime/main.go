@@ -89,8 +89,8 @@ type config struct {
 	// spec is the JSON spec of every Nginx resource.
 	spec string
 	// itemise: the API server writes an audit log, and each runtime's
-	// requests per install and per upgrade are itemised from it
-	// (itemise.go).
+	// requests per install and per upgrade are itemised from it, with every
+	// client's requests in each phase (the floor's too) (itemise.go).
 	itemise bool
 	// profileAPIServer: the API server serves /debug/pprof, and its CPU
 	// profiles over the install and the upgrade phases are written to
@@ -166,7 +166,7 @@ func main() {
 	oursArgs := flag.String("ours-args", "", "extra space-separated flags for our runtime, e.g. --pprof-bind-address=127.0.0.1:6060")
 	oursEnv := flag.String("ours-env", "", "extra space-separated environment of our runtime, e.g. GOGC=50")
 	profileAPI := flag.Bool("profile-apiserver", false, "write CPU profiles of the API server over the install and the upgrade phases to <out>/apiserver-<runtime>-<n>-<phase>-*.pprof (merge them with go tool pprof); profiling costs the API server CPU")
-	itemise := flag.Bool("itemise", false, "itemise each runtime's requests per install and per upgrade by verb and resource, from the API server's audit log (<out>/audit-<runtime>-<n>.log); the log costs the API server CPU, so times are not comparable with runs without it")
+	itemise := flag.Bool("itemise", false, "itemise each runtime's requests per install and per upgrade by verb and resource, and count every client's requests in each phase (the floor's too), from the API server's audit log (<out>/audit-<runtime>-<n>.log); the log costs the API server CPU, so times are not comparable with runs without it")
 	replot := flag.String("replot", "", "draw the plot (-plot) from the results.json of an earlier run, and measure nothing")
 	flag.Parse()
 
@@ -402,6 +402,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   API requests per install: %.1f\n", res.RequestsPerInstall)
 	if auditLog != "" {
 		itemised(auditLog, "requests per install", start, installEnd, n)
+		clientsInPhase(auditLog, "until all were Deployed", start, installEnd, n)
 	}
 
 	// For runtimes that write Ready: every resource Ready, so that the
@@ -514,6 +515,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	stopProfile()
 	if auditLog != "" {
 		itemised(auditLog, "requests per upgrade", upStart, upEnd, n)
+		clientsInPhase(auditLog, "until all were upgraded", upStart, upEnd, n)
 	}
 
 	if text, err := proc.MetricsText(); err == nil {
