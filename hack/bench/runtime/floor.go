@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -38,11 +36,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res := Result{Runtime: floorName, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	auditLog := ""
-	if cfg.itemise {
-		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", floorName, n))
-		_ = os.Remove(auditLog)
-	}
+	auditLog := auditLogPath(cfg, floorName, n)
 	env, stop, err := newBenchEnv(ctx, cfg, "bench-floor-", auditLog)
 	defer stop()
 	if err != nil {
@@ -109,7 +103,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	fmt.Printf("   CPU seconds until all were created: %s\n", procs.CPUSince())
 	stopProfile()
 	if auditLog != "" {
-		clientsInPhase(auditLog, "until all were created", start, start.Add(res.AllDeployed), n)
+		reportAudit(auditLog, start, start.Add(res.AllDeployed), n, "", "until all were created")
 	}
 
 	edited, err := cfg.editedValues()
@@ -146,7 +140,7 @@ func measureFloor(cfg config, n int) (Result, error) {
 	res.AllUpgraded, res.Upgraded = time.Since(start), n
 	fmt.Printf("   patched the changed objects of %d releases in %s\n", n, res.AllUpgraded.Round(time.Millisecond))
 	if auditLog != "" {
-		clientsInPhase(auditLog, "until all were patched", start, start.Add(res.AllUpgraded), n)
+		reportAudit(auditLog, start, start.Add(res.AllUpgraded), n, "", "until all were patched")
 	}
 	return res, nil
 }

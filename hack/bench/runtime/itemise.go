@@ -35,82 +35,71 @@ func notTheRuntime() []string {
 		"coredns/", "localcluster/", filepath.Base(os.Args[0]) + "/"}
 }
 
+// auditLogPath is where a run's API server writes its audit log when the
+// benchmark itemises (cfg.itemise), removed first; "" when it does not.
+func auditLogPath(cfg config, runtime string, n int) string {
+	if !cfg.itemise {
+		return ""
+	}
+	path := filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", runtime, n))
+	_ = os.Remove(path)
+	return path
+}
+
+// auditCounts is what one read of the audit log counts in a phase.
+type auditCounts struct {
+	// items are the runtime's requests by verb and resource ("get version"
+	// for the version and other paths that name no resource), a failed one
+	// under its status code too ("update nginxes/status 409").
+	items map[string]int
+	// clients are every request by the client that sent it (clientOf):
+	// whose work the API server did in the phase, the cluster's own
+	// reactions to the created objects (ReplicaSets, Pods, EndpointSlices,
+	// status reports, Events) included.
+	clients map[string]int
+}
+
 // countAudit counts the requests in the audit log at path received between
-// from and to under the key each gets, leaving out those key refuses.
-func countAudit(path string, from, to time.Time, key func(auditEvent) (string, bool)) (map[string]int, error) {
+// from and to, reading it once.
+func countAudit(path string, from, to time.Time) (auditCounts, error) {
+	counts := auditCounts{items: map[string]int{}, clients: map[string]int{}}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return counts, err
 	}
 	defer f.Close()
-	counts := map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return counts, fmt.Errorf("%s: %w", path, err)
 		}
 		if e.Received.Before(from) || !e.Received.Before(to) {
 			continue
 		}
-		if k, ok := key(e); ok {
-			counts[k]++
+		client := clientOf(e.UserAgent)
+		counts.clients[client]++
+		if client == "runtime" {
+			counts.items[itemOf(e)]++
 		}
 	}
 	return counts, sc.Err()
 }
 
-// mostFirst is the keys of counts, the largest count first, equal counts
-// in key order.
-func mostFirst(counts map[string]int) (keys []string, total int) {
-	for k, v := range counts {
-		keys = append(keys, k)
-		total += v
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if counts[a] != counts[b] {
-			return counts[b] - counts[a]
-		}
-		return strings.Compare(a, b)
-	})
-	return keys, total
-}
-
-// itemiseAudit counts the requests in the audit log at path that the
-// runtime sent between from and to, by verb and resource ("get version"
-// for the version and other paths that name no resource), a failed one
-// under its status code too ("update nginxes/status 409").
-func itemiseAudit(path string, from, to time.Time) (map[string]int, error) {
-	return countAudit(path, from, to, func(e auditEvent) (string, bool) {
-		if clientOf(e.UserAgent) != "runtime" {
-			return "", false
-		}
-		what := e.Verb + " " + strings.TrimPrefix(strings.SplitN(e.RequestURI, "?", 2)[0], "/")
-		if e.ObjectRef != nil {
-			what = e.Verb + " " + e.ObjectRef.Resource
-			if e.ObjectRef.Subresource != "" {
-				what += "/" + e.ObjectRef.Subresource
-			}
-		}
-		if e.ResponseStatus != nil && e.ResponseStatus.Code >= 400 {
-			what += fmt.Sprintf(" %d", e.ResponseStatus.Code)
-		}
-		return what, true
-	})
-}
-
-// printItems prints what itemiseAudit counted per action (n actions),
-// most first, leaving out what came to less than one request in twenty
-// actions.
-func printItems(title string, items map[string]int, n int) {
-	keys, total := mostFirst(items)
-	fmt.Printf("   %s, from the API server's audit log: %.2f\n", title, float64(total)/float64(n))
-	for _, k := range keys {
-		if per := float64(items[k]) / float64(n); per >= 0.05 {
-			fmt.Printf("     %6.2f  %s\n", per, k)
+// itemOf is the item a request of the runtime is counted under.
+func itemOf(e auditEvent) string {
+	what := e.Verb + " " + strings.TrimPrefix(strings.SplitN(e.RequestURI, "?", 2)[0], "/")
+	if e.ObjectRef != nil {
+		what = e.Verb + " " + e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			what += "/" + e.ObjectRef.Subresource
 		}
 	}
+	if e.ResponseStatus != nil && e.ResponseStatus.Code >= 400 {
+		what += fmt.Sprintf(" %d", e.ResponseStatus.Code)
+	}
+	return what
 }
 
 // clientOf names the client of a user agent: the control plane's and the
@@ -129,38 +118,48 @@ func clientOf(userAgent string) string {
 	return "runtime"
 }
 
-// clientsAudit counts every request in the audit log at path between from
-// and to by the client that sent it (clientOf): whose work the API server
-// did in a phase, the cluster's own reactions to the created objects
-// (ReplicaSets, Pods, EndpointSlices, status reports, Events) included.
-func clientsAudit(path string, from, to time.Time) (map[string]int, error) {
-	return countAudit(path, from, to, func(e auditEvent) (string, bool) { return clientOf(e.UserAgent), true })
+// mostFirst is the keys of counts, the largest count first, equal counts
+// in key order, and their sum.
+func mostFirst(counts map[string]int) (keys []string, total int) {
+	for k, v := range counts {
+		keys = append(keys, k)
+		total += v
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
+		}
+		return strings.Compare(a, b)
+	})
+	return keys, total
 }
 
-// clientsInPhase prints, per action (n actions), the requests of the audit
-// log at path between from and to by client, most first, or why it cannot.
-func clientsInPhase(path, phase string, from, to time.Time, n int) {
-	clients, err := clientsAudit(path, from, to)
+// reportAudit prints, per action (n actions), what the audit log at path
+// counts between from and to, or why it cannot: the runtime's requests
+// itemised under title (none for the floor, whose title is ""), then every
+// client's requests in the phase.
+func reportAudit(path string, from, to time.Time, n int, title, phase string) {
+	counts, err := countAudit(path, from, to)
 	if err != nil {
-		fmt.Printf("   requests %s by client: cannot count: %v\n", phase, err)
+		fmt.Printf("   requests %s: cannot count: %v\n", phase, err)
 		return
 	}
-	names, total := mostFirst(clients)
+	per := func(v int) float64 { return float64(v) / float64(n) }
+	if title != "" {
+		keys, total := mostFirst(counts.items)
+		fmt.Printf("   %s, from the API server's audit log: %.2f\n", title, per(total))
+		for _, k := range keys {
+			// What came to less than one request in twenty actions is left out.
+			if per(counts.items[k]) >= 0.05 {
+				fmt.Printf("     %6.2f  %s\n", per(counts.items[k]), k)
+			}
+		}
+	}
+	names, total := mostFirst(counts.clients)
 	parts := make([]string, 0, len(names))
 	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(clients[k])/float64(n)))
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, per(counts.clients[k])))
 	}
 	fmt.Printf("   requests %s by client, per release, from the API server's audit log: %.2f (%s)\n",
-		phase, float64(total)/float64(n), strings.Join(parts, ", "))
-}
-
-// itemised prints the requests of the audit log at path between from and
-// to, per action, or why it cannot.
-func itemised(path, title string, from, to time.Time, n int) {
-	items, err := itemiseAudit(path, from, to)
-	if err != nil {
-		fmt.Printf("   %s: cannot itemise: %v\n", title, err)
-		return
-	}
-	printItems(title, items, n)
+		phase, per(total), strings.Join(parts, ", "))
 }

@@ -24,9 +24,9 @@ func TestItemiseAudit(t *testing.T) {
 	}
 	path := writeAudit(t, lines)
 
-	items, err := itemiseAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
+	counts, err := countAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(items).To(Equal(map[string]int{
+	g.Expect(counts.items).To(Equal(map[string]int{
 		"get version":               1,
 		"update nginxes/status 409": 1,
 		"create secrets":            1,
@@ -51,9 +51,9 @@ func TestClientsAudit(t *testing.T) {
 	}
 	path := writeAudit(t, lines)
 
-	clients, err := clientsAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
+	counts, err := countAudit(path, time.Date(2026, 11, 29, 19, 0, 1, 0, time.UTC), time.Date(2026, 11, 29, 19, 0, 9, 0, time.UTC))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(clients).To(Equal(map[string]int{
+	g.Expect(counts.clients).To(Equal(map[string]int{
 		"runtime":                 2,
 		"kube-controller-manager": 2,
 		"kube-scheduler":          1,

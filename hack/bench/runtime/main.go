@@ -313,11 +313,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	res := Result{Runtime: rt.name, N: n}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	auditLog := ""
-	if cfg.itemise {
-		auditLog = filepath.Join(cfg.outDir, fmt.Sprintf("audit-%s-%d.log", rt.name, n))
-		_ = os.Remove(auditLog)
-	}
+	auditLog := auditLogPath(cfg, rt.name, n)
 	env, stop, err := newBenchEnv(ctx, cfg, "bench-runtime-", auditLog)
 	defer stop()
 	if err != nil {
@@ -401,8 +397,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   CPU seconds until all were Deployed: %s\n", installCPU)
 	fmt.Printf("   API requests per install: %.1f\n", res.RequestsPerInstall)
 	if auditLog != "" {
-		itemised(auditLog, "requests per install", start, installEnd, n)
-		clientsInPhase(auditLog, "until all were Deployed", start, installEnd, n)
+		reportAudit(auditLog, start, installEnd, n, "requests per install", "until all were Deployed")
 	}
 
 	// For runtimes that write Ready: every resource Ready, so that the
@@ -514,8 +509,7 @@ func measure(cfg config, rt runtimeSpec, n int) (Result, error) {
 	fmt.Printf("   API requests per upgrade: %.1f\n", res.RequestsPerUpgrade)
 	stopProfile()
 	if auditLog != "" {
-		itemised(auditLog, "requests per upgrade", upStart, upEnd, n)
-		clientsInPhase(auditLog, "until all were upgraded", upStart, upEnd, n)
+		reportAudit(auditLog, upStart, upEnd, n, "requests per upgrade", "until all were upgraded")
 	}
 
 	if text, err := proc.MetricsText(); err == nil {
